@@ -1,0 +1,108 @@
+"""Typed access to fields of parsed JSON, each failure an :class:`InstanceError` naming the path.
+
+Shared by the catalog (custom GPU models), the instance and the solution readers, so
+that every bad value in every file gets the same kind of one-line message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from mipopt.errors import InstanceError
+
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def obj(
+    value: Any, path: str, required: Iterable[str] = (), optional: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Check that ``value`` is an object with the required keys and no unknown ones."""
+    if not isinstance(value, dict):
+        raise InstanceError(path or "(document)", f"must be an object, got {type_name(value)}")
+    required = tuple(required)
+    allowed = set(required) | set(optional)
+    for key in required:
+        if key not in value:
+            raise InstanceError(join(path, key), "missing required field")
+    for key in value:
+        if key not in allowed:
+            names = ", ".join(sorted(allowed))
+            raise InstanceError(join(path, key), f"unknown field (allowed: {names})")
+    return value
+
+
+def join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def lst(value: Any, path: str, *, nonempty: bool = False) -> list[Any]:
+    if not isinstance(value, list):
+        raise InstanceError(path, f"must be a list, got {type_name(value)}")
+    if nonempty and not value:
+        raise InstanceError(path, "must not be empty")
+    return value
+
+
+def string(value: Any, path: str, *, nonempty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise InstanceError(path, f"must be a string, got {type_name(value)}")
+    if nonempty and not value.strip():
+        raise InstanceError(path, "must not be empty")
+    return value
+
+
+def boolean(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise InstanceError(path, f"must be true or false, got {type_name(value)}")
+    return value
+
+
+def number(value: Any, path: str, *, minimum: float | None = 0.0) -> float:
+    """A finite JSON number (not a boolean), at least ``minimum`` when given."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InstanceError(path, f"must be a number, got {type_name(value)}")
+    if not math.isfinite(value):
+        raise InstanceError(path, f"must be a finite number, got {value}")
+    if minimum is not None and value < minimum:
+        raise InstanceError(path, f"must be >= {minimum:g}, got {value:g}")
+    return float(value)
+
+
+def integer(value: Any, path: str, *, minimum: int | None = 0, maximum: int | None = None) -> int:
+    """A JSON integer (``4`` or ``4.0``, not ``4.5`` nor ``true``) within the bounds."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InstanceError(path, f"must be an integer, got {type_name(value)}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise InstanceError(path, f"must be an integer, got {value}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise InstanceError(path, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InstanceError(path, f"must be <= {maximum}, got {value}")
+    return value
+
+
+def unique_ids(items: list[Any], path: str, key: str = "id") -> None:
+    """Raise on the first repeated ``key`` among already type-checked objects."""
+    seen: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        ident = item[key]
+        if ident in seen:
+            raise InstanceError(
+                join(join(path, i), key), f"duplicate id {ident!r} (also {path}[{seen[ident]}])"
+            )
+        seen[ident] = i
