@@ -1,0 +1,288 @@
+"""The ``mipopt`` command.
+
+Exit codes: 0 success; 1 a verified solution breaks a rule; 2 bad input (one
+line naming the file, the JSON path and the rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from mipopt import __version__
+from mipopt.catalog import GpuModel, builtin_models, get_model
+from mipopt.errors import InstanceError
+from mipopt.instance import Instance, Solution, solution_to_dict
+from mipopt.io import load_instance, load_solution, write_json
+
+EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class BadInput(Exception):
+    """Bad input to report in one line and exit 2."""
+
+
+def _load_instance(path: str) -> Instance:
+    try:
+        return load_instance(path)
+    except InstanceError as err:
+        raise BadInput(f"{path}: {err}") from None
+
+
+def _load_solution(path: str) -> Solution:
+    try:
+        return load_solution(path)
+    except InstanceError as err:
+        raise BadInput(f"{path}: {err}") from None
+
+
+def _model(name: str) -> GpuModel:
+    try:
+        return get_model(name)
+    except KeyError as err:
+        raise BadInput(str(err.args[0])) from None
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2))
+
+
+# --- info
+
+
+def _placements_text(profile_placements: list[tuple[int, int]]) -> str:
+    starts = ",".join(str(s) for s, _ in profile_placements)
+    return f"{{{starts}}}:{profile_placements[0][1]}"
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    if args.model is None:
+        models = builtin_models()
+        if args.json:
+            _print_json([m.to_dict() for m in models.values()])
+            return EXIT_OK
+        print(f"{'model':<30} {'slots':>5} {'compute':>7} {'memory_gb':>9} {'profiles':>8}  placements")
+        for m in models.values():
+            status = sorted({p.placement_status for p in m.profiles})
+            print(f"{m.name:<30} {m.slots:>5} {m.compute_slices:>7} {m.memory_gb:>9g} {len(m.profiles):>8}  {'/'.join(status)}")
+        print("\n`mipopt info MODEL` shows a model's profiles and legal placements.")
+        return EXIT_OK
+    m = _model(args.model)
+    if args.json:
+        _print_json(m.to_dict())
+        return EXIT_OK
+    print(f"{m.name}: {m.slots} memory slots, {m.compute_slices} compute slices, {m.memory_gb:g} GB")
+    print(f"\n{'profile':<16} {'id':>3} {'compute':>7} {'slots':>5} {'memory_gb':>9} {'max':>4}  {'status':<10} -lgipp")
+    for p in m.profiles:
+        alias = f"  (also {', '.join(p.aliases)})" if p.aliases else ""
+        print(
+            f"{p.name:<16} {p.id:>3} {p.compute:>7} {p.memory_slots:>5} {p.memory_gb:>9g} {p.max_instances:>4}"
+            f"  {p.placement_status:<10} {_placements_text(list(p.placements))}{alias}"
+        )
+    w = 4
+    print(f"\nlegal placements, one column per memory slot:\n{'':<16} " + "".join(str(s).ljust(w) for s in range(m.slots)))
+    for p in m.profiles:
+        if not p.base:
+            continue
+        line = [" "] * (m.slots * w)
+        for start, size in p.placements:
+            seg = f"[{start}".ljust(size * w - 1, "=") + "]"
+            line[start * w : start * w + len(seg)] = seg
+        print(f"{p.name:<16} " + "".join(line).rstrip())
+    media = [p.name for p in m.profiles if p.media_extension]
+    if media:
+        print(f"\n+me profiles ({', '.join(media)}) share one media-engine set: at most one per GPU.")
+    return EXIT_OK
+
+
+# --- configs
+
+
+def cmd_configs(args: argparse.Namespace) -> int:
+    from mipopt.geometry.configs import config_stats
+
+    stats = config_stats(_model(args.gpu))
+    if args.json:
+        _print_json(stats.to_dict())
+        return EXIT_OK
+    print(f"{stats.model}: configurations of one GPU over {', '.join(stats.profiles)}")
+    rows = [
+        ("configurations (including empty)", stats.configurations),
+        ("terminal (nothing more fits)", stats.terminal),
+        ("suboptimal (lower CC than the best arrangement)", stats.suboptimal),
+        ("distinct multisets of instances", stats.multisets),
+        ("reached by sequential default placement", stats.default_reachable),
+        ("  of which suboptimal", stats.default_reachable_suboptimal),
+        ("maximal layouts of the profile families", stats.maximal_layouts),
+        ("  before driver R510 (no 4g beside 3g)", stats.maximal_layouts_pre_r510),
+    ]
+    for label, value in rows:
+        print(f"  {label:<52} {value:>6}")
+    return EXIT_OK
+
+
+# --- validate, verify, show, solve
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    inst = _load_instance(args.instance)
+    print(
+        f"{args.instance}: valid instance {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs, "
+        f"{len(inst.running)} running and {len(inst.new)} new workloads"
+    )
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from mipopt.verify import verify
+
+    inst = _load_instance(args.instance)
+    sol = _load_solution(args.solution)
+    report = verify(inst, sol)
+    if args.json:
+        _print_json(report.to_dict())
+    elif report.valid:
+        o = report.objectives
+        print(f"valid: acceptance {o.acceptance:g}, hardware {o.hardware:g}, migrations {o.migrations:g}")
+    else:
+        for line in report.violations:
+            print(line)
+    return EXIT_OK if report.valid else EXIT_VIOLATION
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mipopt import render
+
+    inst = _load_instance(args.instance)
+    if args.solution:
+        sol = _load_solution(args.solution)
+        placed = {a.workload: (a.gpu, a.start) for a in sol.placements}
+        unknown = [w for w, (g, _) in placed.items() if not inst.has_workload(w) or not inst.has_gpu(g)]
+        if unknown:
+            raise BadInput(f"{args.solution}: placements name {unknown[0]!r}, unknown to {args.instance}; "
+                           "run `mipopt verify` for details")
+        title = f"{inst.name}: {sol.method}"
+    else:
+        placed = render.current_placement(inst)
+        title = f"{inst.name}: current placement"
+    try:
+        print(render.text(inst, placed))
+    except KeyError as err:
+        raise BadInput(f"{args.solution}: {err.args[0]}; run `mipopt verify` for details") from None
+    if args.png:
+        render.png(inst, placed, args.png, title)
+        print(f"wrote {args.png}")
+    return EXIT_OK
+
+
+def _summary(inst: Instance, sol: Solution) -> str:
+    from mipopt import render
+
+    lines = [f"instance {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs, {len(inst.workloads)} workloads"]
+    lines.append(f"method: {sol.method}")
+    lines.append(f"termination: {sol.termination.value}, status: {sol.status.value}, runtime {sol.runtime_s:.3f} s")
+    if sol.objectives is not None:
+        o = sol.objectives
+        lines.append(f"objectives: acceptance {o.acceptance:g}, hardware {o.hardware:g}, migrations {o.migrations:g}")
+    lines.append("")
+    lines.append(f"{'workload':<14} {'profile':<12} {'gpu':<14} {'start':>5}  note")
+    where = sol.placement_of()
+    for w in inst.workloads:
+        a = where.get(w.id)
+        if a is None:
+            lines.append(f"{w.id:<14} {w.profile!s:<12} {'-':<14} {'-':>5}  rejected")
+            continue
+        if w.placement is None:
+            note = "new"
+        elif (w.placement.gpu, w.placement.start) == (a.gpu, a.start):
+            note = "running, stays"
+        else:
+            note = f"running, moved from {w.placement.gpu}:{w.placement.start}"
+        lines.append(f"{w.id:<14} {w.profile!s:<12} {a.gpu:<14} {a.start:>5}  {note}")
+    m = sol.metrics
+    if m:
+        lines.append("")
+        lines.append(
+            f"accepted {m['accepted']:g}/{m['workloads']:g}, active hosts {m['active_hosts']:g}, "
+            f"active GPUs {m['active_gpus']:g}, memory utilization {m['memory_utilization']:.0%}, "
+            f"compute utilization {m['compute_utilization']:.0%}"
+        )
+    lines.append("")
+    lines.append(render.text(inst, {a.workload: (a.gpu, a.start) for a in sol.placements}))
+    return "\n".join(lines)
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from mipopt.policies import first_fit
+
+    inst = _load_instance(args.instance)
+    sol = first_fit(inst)
+    if args.out:
+        write_json(args.out, solution_to_dict(sol))
+    if args.json:
+        _print_json(solution_to_dict(sol))
+    else:
+        print(_summary(inst, sol))
+        if args.out:
+            print(f"\nwrote {args.out}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mipopt", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"mipopt {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("info", help="GPU models, profiles and legal placements")
+    p.add_argument("model", nargs="?", help="a model id, e.g. A100-40GB")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("configs", help="configuration statistics of one GPU (GRMU section 5.1)")
+    p.add_argument("--gpu", required=True, metavar="MODEL", help="a model id, e.g. A100-40GB")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_configs)
+
+    p = sub.add_parser("validate", help="check an instance file")
+    p.add_argument("instance")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("verify", help="check a solution against its instance")
+    p.add_argument("instance")
+    p.add_argument("solution")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("show", help="draw the GPUs of an instance or a solution")
+    p.add_argument("instance")
+    p.add_argument("solution", nargs="?")
+    p.add_argument("--png", metavar="FILE", help="also write a picture")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("solve", help="place the new workloads of an instance")
+    p.add_argument("instance")
+    p.add_argument("--method", choices=["first-fit"], default="first-fit",
+                   help="first-fit: hosts and GPUs in order, driver default start (exact models come next)")
+    p.add_argument("--out", metavar="FILE", help="write the solution JSON (atomically)")
+    p.add_argument("--json", action="store_true", help="print the solution JSON")
+    p.set_defaults(func=cmd_solve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BadInput as err:
+        print(f"mipopt: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as err:  # unwritable --out or --png
+        target = err.filename or ""
+        print(f"mipopt: error: cannot write {target}: {err.strerror}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Instances and solutions: frozen types, their JSON forms and a builder."""
+
+from mipopt.instance.builder import InstanceBuilder
+from mipopt.instance.parse import (
+    instance_from_dict,
+    instance_to_dict,
+    solution_from_dict,
+    solution_to_dict,
+)
+from mipopt.instance.types import (
+    Assignment,
+    Gpu,
+    Host,
+    Instance,
+    Objectives,
+    Placement,
+    Solution,
+    Status,
+    Termination,
+    Workload,
+)
+
+__all__ = [
+    "Assignment",
+    "Gpu",
+    "Host",
+    "Instance",
+    "InstanceBuilder",
+    "Objectives",
+    "Placement",
+    "Solution",
+    "Status",
+    "Termination",
+    "Workload",
+    "instance_from_dict",
+    "instance_to_dict",
+    "solution_from_dict",
+    "solution_to_dict",
+]

@@ -1,0 +1,91 @@
+"""Programmatic construction of instances."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mipopt.catalog import GpuModel, get_model
+from mipopt.errors import InstanceError
+from mipopt.instance.types import Gpu, Host, Instance, Placement, Workload
+
+
+@dataclass
+class InstanceBuilder:
+    """A mutable builder; :meth:`build` checks every rule and returns a frozen :class:`Instance`.
+
+    Examples
+    --------
+    >>> b = InstanceBuilder("demo")
+    >>> b.add_host("h1", cpu=64, gpus={"h1-g0": "A100-40GB"})
+    >>> b.add_workload("w1", "3g.20gb", placement=("h1-g0", 4))
+    >>> b.add_workload("w2", "4g.20gb")
+    >>> len(b.build().workloads)
+    2
+    """
+
+    name: str = "instance"
+    description: str = ""
+    custom_models: list[GpuModel] = field(default_factory=list)
+    _hosts: list[Host] = field(default_factory=list)
+    _gpus: list[Gpu] = field(default_factory=list)
+    _workloads: list[Workload] = field(default_factory=list)
+
+    def add_host(
+        self,
+        host_id: str,
+        gpus: dict[str, str | GpuModel] | None = None,
+        *,
+        cpu: float | None = None,
+        ram_gb: float | None = None,
+        weight: float = 1.0,
+    ) -> None:
+        """Add a host with its GPUs (GPU id -> model name or model)."""
+        custom = {m.name: m for m in self.custom_models}
+        ids = []
+        for gid, model in (gpus or {}).items():
+            if isinstance(model, str):
+                try:
+                    model = get_model(model, custom)
+                except KeyError as err:
+                    raise InstanceError(f"hosts[{len(self._hosts)}].gpus", str(err.args[0])) from None
+            self._gpus.append(Gpu(gid, model, host_id, len(self._gpus)))
+            ids.append(gid)
+        self._hosts.append(Host(host_id, tuple(ids), cpu, ram_gb, weight))
+
+    def add_workload(
+        self,
+        workload_id: str,
+        profile: str | int,
+        *,
+        placement: tuple[str, int] | None = None,
+        pinned: bool = False,
+        cpu: float = 0.0,
+        ram_gb: float = 0.0,
+        weight: float = 1.0,
+        migration_weight: float = 1.0,
+        gpu_models: tuple[str, ...] | list[str] | None = None,
+    ) -> None:
+        """Add a workload; with ``placement=(gpu_id, start)`` it is running."""
+        self._workloads.append(
+            Workload(
+                workload_id,
+                profile,
+                cpu,
+                ram_gb,
+                weight,
+                migration_weight,
+                None if gpu_models is None else tuple(gpu_models),
+                None if placement is None else Placement(*placement),
+                pinned,
+            )
+        )
+
+    def build(self) -> Instance:
+        return Instance(
+            self.name,
+            tuple(self._hosts),
+            tuple(self._gpus),
+            tuple(self._workloads),
+            tuple(self.custom_models),
+            self.description,
+        )

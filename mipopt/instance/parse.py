@@ -1,0 +1,248 @@
+"""JSON forms of instances and solutions (``docs/formats.md``, ``mipopt/schemas``).
+
+Reading checks types and field rules and names the JSON path of the first
+problem; the cross-reference rules are checked by :class:`Instance` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mipopt import _fields as f
+from mipopt.catalog import GpuModel, builtin_models, model_from_dict
+from mipopt.errors import InstanceError
+from mipopt.instance.types import (
+    FORMAT_VERSION,
+    INSTANCE_FORMAT,
+    SOLUTION_FORMAT,
+    Assignment,
+    Gpu,
+    Host,
+    Instance,
+    Objectives,
+    Placement,
+    Solution,
+    Status,
+    Termination,
+    Workload,
+)
+
+_INSTANCE_OPTIONAL = ("name", "description", "custom_gpu_models", "expected")
+_HOST_OPTIONAL = ("cpu", "ram_gb", "weight")
+_WORKLOAD_OPTIONAL = ("cpu", "ram_gb", "weight", "migration_weight", "gpu_models", "placement", "pinned")
+
+
+def _header(d: dict[str, Any], expected: str) -> None:
+    tag = d.get("format")
+    if tag != expected:
+        raise InstanceError("format", f"must be {expected!r}, got {tag!r}")
+    version = f.integer(d["version"], "version", minimum=1)
+    if version != FORMAT_VERSION:
+        raise InstanceError("version", f"version {version} is not supported (this mipopt reads {FORMAT_VERSION})")
+
+
+def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
+    """Read an instance from its parsed JSON.
+
+    Raises
+    ------
+    InstanceError
+        Naming the JSON path and the rule, for the first problem found.
+    """
+    d = f.obj(data, "", ("format", "version", "hosts", "workloads"), _INSTANCE_OPTIONAL)
+    _header(d, INSTANCE_FORMAT)
+    name = f.string(d.get("name", default_name), "name")
+    description = f.string(d.get("description", ""), "description", nonempty=False)
+    if "expected" in d and not isinstance(d["expected"], dict):
+        raise InstanceError("expected", f"must be an object, got {f.type_name(d['expected'])}")
+
+    custom: dict[str, GpuModel] = {}
+    builtin = builtin_models()
+    for i, raw in enumerate(f.lst(d.get("custom_gpu_models", []), "custom_gpu_models")):
+        path = f"custom_gpu_models[{i}]"
+        model = model_from_dict(raw, path)
+        if model.name in builtin:
+            raise InstanceError(f"{path}.model", f"{model.name!r} is a built-in model; choose another name")
+        if model.name in custom:
+            raise InstanceError(f"{path}.model", f"duplicate model {model.name!r}")
+        custom[model.name] = model
+    models = {**builtin, **custom}
+
+    hosts, gpus = [], []
+    for i, raw in enumerate(f.lst(d["hosts"], "hosts")):
+        path = f"hosts[{i}]"
+        h = f.obj(raw, path, ("id", "gpus"), _HOST_OPTIONAL)
+        hid = f.string(h["id"], f"{path}.id")
+        gpu_ids = []
+        for j, graw in enumerate(f.lst(h["gpus"], f"{path}.gpus")):
+            gp = f"{path}.gpus[{j}]"
+            g = f.obj(graw, gp, ("id", "model"))
+            gid = f.string(g["id"], f"{gp}.id")
+            mname = f.string(g["model"], f"{gp}.model")
+            if mname not in models:
+                raise InstanceError(
+                    f"{gp}.model", f"unknown GPU model {mname!r} (see `mipopt info`, or add custom_gpu_models)"
+                )
+            gpus.append(Gpu(gid, models[mname], hid, len(gpus)))
+            gpu_ids.append(gid)
+        hosts.append(
+            Host(
+                hid,
+                tuple(gpu_ids),
+                cpu=_capacity(h, "cpu", path),
+                ram_gb=_capacity(h, "ram_gb", path),
+                weight=f.number(h.get("weight", 1.0), f"{path}.weight"),
+            )
+        )
+
+    workloads = [_workload(raw, f"workloads[{k}]") for k, raw in enumerate(f.lst(d["workloads"], "workloads"))]
+    return Instance(name, tuple(hosts), tuple(gpus), tuple(workloads), tuple(custom.values()), description)
+
+
+def _capacity(h: dict[str, Any], key: str, path: str) -> float | None:
+    value = h.get(key)
+    return None if value is None else f.number(value, f"{path}.{key}")
+
+
+def _workload(raw: Any, path: str) -> Workload:
+    w = f.obj(raw, path, ("id", "profile"), _WORKLOAD_OPTIONAL)
+    wid = f.string(w["id"], f"{path}.id")
+    profile = w["profile"]
+    if isinstance(profile, bool) or not isinstance(profile, str | int):
+        raise InstanceError(f"{path}.profile", f"must be a profile name or id, got {f.type_name(profile)}")
+    if isinstance(profile, int):
+        profile = f.integer(profile, f"{path}.profile")
+    else:
+        f.string(profile, f"{path}.profile")
+    gpu_models = None
+    if "gpu_models" in w:
+        gp = f"{path}.gpu_models"
+        gpu_models = tuple(f.string(m, f"{gp}[{i}]") for i, m in enumerate(f.lst(w["gpu_models"], gp)))
+    placement = None
+    if w.get("placement") is not None:
+        pp = f"{path}.placement"
+        p = f.obj(w["placement"], pp, ("gpu", "start"))
+        placement = Placement(f.string(p["gpu"], f"{pp}.gpu"), f.integer(p["start"], f"{pp}.start"))
+    return Workload(
+        wid,
+        profile,
+        cpu=f.number(w.get("cpu", 0.0), f"{path}.cpu"),
+        ram_gb=f.number(w.get("ram_gb", 0.0), f"{path}.ram_gb"),
+        weight=f.number(w.get("weight", 1.0), f"{path}.weight"),
+        migration_weight=f.number(w.get("migration_weight", 1.0), f"{path}.migration_weight"),
+        gpu_models=gpu_models,
+        placement=placement,
+        pinned=f.boolean(w.get("pinned", False), f"{path}.pinned"),
+    )
+
+
+def instance_to_dict(inst: Instance) -> dict[str, Any]:
+    """The JSON form; reading it back gives an equal instance."""
+    out: dict[str, Any] = {"format": INSTANCE_FORMAT, "version": FORMAT_VERSION, "name": inst.name}
+    if inst.description:
+        out["description"] = inst.description
+    if inst.custom_models:
+        out["custom_gpu_models"] = [m.to_dict() for m in inst.custom_models]
+    out["hosts"] = []
+    for h in inst.hosts:
+        hd: dict[str, Any] = {"id": h.id}
+        if h.cpu is not None:
+            hd["cpu"] = h.cpu
+        if h.ram_gb is not None:
+            hd["ram_gb"] = h.ram_gb
+        hd["weight"] = h.weight
+        hd["gpus"] = [{"id": g, "model": inst.gpu(g).model.name} for g in h.gpus]
+        out["hosts"].append(hd)
+    out["workloads"] = []
+    for w in inst.workloads:
+        wd: dict[str, Any] = {
+            "id": w.id,
+            "profile": w.profile,
+            "cpu": w.cpu,
+            "ram_gb": w.ram_gb,
+            "weight": w.weight,
+            "migration_weight": w.migration_weight,
+        }
+        if w.gpu_models is not None:
+            wd["gpu_models"] = list(w.gpu_models)
+        if w.placement is not None:
+            wd["placement"] = {"gpu": w.placement.gpu, "start": w.placement.start}
+        if w.pinned:
+            wd["pinned"] = True
+        out["workloads"].append(wd)
+    return out
+
+
+_SOLUTION_FIELDS = ("format", "version", "instance", "method", "termination", "status", "placements", "rejected")
+_SOLUTION_OPTIONAL = ("runtime_s", "objectives", "bound", "gap", "metrics", "message")
+
+
+def solution_from_dict(data: Any) -> Solution:
+    """Read a solution from its parsed JSON; only its shape is checked here.
+
+    Whether it obeys the rules of an instance is the verifier's question
+    (:func:`mipopt.verify.verify`).
+    """
+    d = f.obj(data, "", _SOLUTION_FIELDS, _SOLUTION_OPTIONAL)
+    _header(d, SOLUTION_FORMAT)
+    term = d["termination"]
+    if term not in {t.value for t in Termination}:
+        raise InstanceError("termination", f"must be one of {', '.join(t.value for t in Termination)}, got {term!r}")
+    status = d["status"]
+    if status not in {s.value for s in Status}:
+        raise InstanceError("status", f"must be one of {', '.join(s.value for s in Status)}, got {status!r}")
+    placements = []
+    for i, raw in enumerate(f.lst(d["placements"], "placements")):
+        path = f"placements[{i}]"
+        p = f.obj(raw, path, ("workload", "gpu", "start"))
+        placements.append(
+            Assignment(
+                f.string(p["workload"], f"{path}.workload"),
+                f.string(p["gpu"], f"{path}.gpu"),
+                f.integer(p["start"], f"{path}.start"),
+            )
+        )
+    rejected = tuple(f.string(r, f"rejected[{i}]") for i, r in enumerate(f.lst(d["rejected"], "rejected")))
+    objectives = None
+    if d.get("objectives") is not None:
+        o = f.obj(d["objectives"], "objectives", ("acceptance", "hardware", "migrations"))
+        objectives = Objectives(
+            *(f.number(o[k], f"objectives.{k}", minimum=None) for k in ("acceptance", "hardware", "migrations"))
+        )
+    raw_metrics = d.get("metrics") or {}
+    if not isinstance(raw_metrics, dict):
+        raise InstanceError("metrics", f"must be an object, got {f.type_name(raw_metrics)}")
+    metrics = {k: f.number(v, f"metrics.{k}", minimum=None) for k, v in raw_metrics.items()}
+    return Solution(
+        instance=f.string(d["instance"], "instance"),
+        method=f.string(d["method"], "method"),
+        termination=Termination(term),
+        status=Status(status),
+        placements=tuple(placements),
+        rejected=rejected,
+        runtime_s=f.number(d.get("runtime_s", 0.0), "runtime_s"),
+        objectives=objectives,
+        bound=None if d.get("bound") is None else f.number(d["bound"], "bound", minimum=None),
+        gap=None if d.get("gap") is None else f.number(d["gap"], "gap"),
+        metrics=metrics,
+        message=f.string(d.get("message", ""), "message", nonempty=False),
+    )
+
+
+def solution_to_dict(sol: Solution) -> dict[str, Any]:
+    return {
+        "format": SOLUTION_FORMAT,
+        "version": FORMAT_VERSION,
+        "instance": sol.instance,
+        "method": sol.method,
+        "termination": sol.termination.value,
+        "status": sol.status.value,
+        "runtime_s": sol.runtime_s,
+        "objectives": None if sol.objectives is None else sol.objectives.to_dict(),
+        "bound": sol.bound,
+        "gap": sol.gap,
+        "placements": [{"workload": a.workload, "gpu": a.gpu, "start": a.start} for a in sol.placements],
+        "rejected": list(sol.rejected),
+        "metrics": dict(sol.metrics),
+        "message": sol.message,
+    }

@@ -1,0 +1,322 @@
+"""Frozen instance and solution types.
+
+An :class:`Instance` is validated when built: every cross-reference and every
+rule the running workloads must already obey is checked in ``__post_init__``,
+so a value built by :func:`mipopt.instance.instance_from_dict`, by
+:class:`mipopt.instance.InstanceBuilder` or by ``dataclasses.replace`` is valid.
+Errors are :class:`mipopt.errors.InstanceError` naming the JSON path.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from mipopt.catalog import GpuModel, Profile
+from mipopt.errors import InstanceError
+
+INSTANCE_FORMAT = "mipopt-instance"
+SOLUTION_FORMAT = "mipopt-solution"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    """One physical GPU. ``index`` is its global position (hosts in order, then GPUs)."""
+
+    id: str
+    model: GpuModel
+    host: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A machine. ``cpu``/``ram_gb`` are capacities, None for unlimited; ``weight`` is b_j of GRMU Eq. 4."""
+
+    id: str
+    gpus: tuple[str, ...]
+    cpu: float | None = None
+    ram_gb: float | None = None
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where an instance sits: a GPU and a start slot."""
+
+    gpu: str
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A request for one GPU instance.
+
+    ``profile`` is a profile name (or ``-lgip`` id) of the model the workload lands
+    on; ``gpu_models`` optionally restricts the models; ``weight`` is a_i of GRMU
+    Eq. 3 and ``migration_weight`` is delta_i of Eq. 5. A workload with a
+    ``placement`` is running now and stays placed; ``pinned`` ones may not move.
+    """
+
+    id: str
+    profile: str | int
+    cpu: float = 0.0
+    ram_gb: float = 0.0
+    weight: float = 1.0
+    migration_weight: float = 1.0
+    gpu_models: tuple[str, ...] | None = None
+    placement: Placement | None = None
+    pinned: bool = False
+
+    @property
+    def running(self) -> bool:
+        return self.placement is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """A cluster (hosts with GPUs) and its workloads, running and new.
+
+    Build with :func:`mipopt.instance.instance_from_dict` or
+    :class:`mipopt.instance.InstanceBuilder`; both end here, where the
+    cross-references and the rules of the running state are checked.
+    """
+
+    name: str
+    hosts: tuple[Host, ...]
+    gpus: tuple[Gpu, ...]
+    workloads: tuple[Workload, ...]
+    custom_models: tuple[GpuModel, ...] = ()
+    description: str = ""
+    _gpu: dict[str, Gpu] = field(init=False, repr=False, compare=False)
+    _host: dict[str, Host] = field(init=False, repr=False, compare=False)
+    _workload: dict[str, Workload] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_gpu", {g.id: g for g in self.gpus})
+        object.__setattr__(self, "_host", {h.id: h for h in self.hosts})
+        object.__setattr__(self, "_workload", {w.id: w for w in self.workloads})
+        _check(self)
+
+    # --- lookups
+
+    def gpu(self, gpu_id: str) -> Gpu:
+        return self._gpu[gpu_id]
+
+    def host(self, host_id: str) -> Host:
+        return self._host[host_id]
+
+    def workload(self, workload_id: str) -> Workload:
+        return self._workload[workload_id]
+
+    def has_gpu(self, gpu_id: str) -> bool:
+        return gpu_id in self._gpu
+
+    def has_workload(self, workload_id: str) -> bool:
+        return workload_id in self._workload
+
+    @property
+    def models(self) -> dict[str, GpuModel]:
+        """The models of this instance's GPUs, by name."""
+        return {g.model.name: g.model for g in self.gpus}
+
+    def profile_on(self, workload: Workload, model: GpuModel) -> Profile | None:
+        """The workload's profile on ``model``, or None when it cannot run there."""
+        if workload.gpu_models is not None and model.name not in workload.gpu_models:
+            return None
+        return model.find(workload.profile)
+
+    @property
+    def running(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if w.running)
+
+    @property
+    def new(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if not w.running)
+
+
+def _check(inst: Instance) -> None:
+    """Cross-references and the rules the running state must obey, in file order."""
+    host_index: dict[str, int] = {}
+    for i, h in enumerate(inst.hosts):
+        if h.id in host_index:
+            raise InstanceError(f"hosts[{i}].id", f"duplicate id {h.id!r} (also hosts[{host_index[h.id]}])")
+        host_index[h.id] = i
+    gpu_path: dict[str, str] = {}
+    for i, h in enumerate(inst.hosts):
+        for j, gid in enumerate(h.gpus):
+            path = f"hosts[{i}].gpus[{j}]"
+            if gid in gpu_path:
+                raise InstanceError(f"{path}.id", f"duplicate GPU id {gid!r} (also {gpu_path[gid]})")
+            gpu_path[gid] = path
+            g = inst._gpu.get(gid)
+            if g is None or g.host != h.id:
+                raise InstanceError(path, f"GPU {gid!r} is not listed with host {h.id!r}")
+    if len(gpu_path) != len(inst.gpus):
+        orphan = next(g.id for g in inst.gpus if g.id not in gpu_path)
+        raise InstanceError("hosts", f"GPU {orphan!r} belongs to no host")
+
+    known_models = {m.name for m in inst.custom_models} | {g.model.name for g in inst.gpus}
+    from mipopt.catalog import builtin_models
+
+    known_models |= set(builtin_models())
+    models_in_use = inst.models
+    seen: dict[str, int] = {}
+    used_cpu: dict[str, float] = defaultdict(float)
+    used_ram: dict[str, float] = defaultdict(float)
+    # per GPU: occupied slot -> workload id, profile counts, +me holder, compute used
+    slot_owner: dict[str, dict[int, str]] = defaultdict(dict)
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    media: dict[str, str] = {}
+    compute: dict[str, int] = defaultdict(int)
+    for k, w in enumerate(inst.workloads):
+        path = f"workloads[{k}]"
+        if w.id in seen:
+            raise InstanceError(f"{path}.id", f"duplicate id {w.id!r} (also workloads[{seen[w.id]}])")
+        seen[w.id] = k
+        if w.gpu_models is not None:
+            if not w.gpu_models:
+                raise InstanceError(f"{path}.gpu_models", "must name at least one model (omit it for any)")
+            for m_i, name in enumerate(w.gpu_models):
+                if name not in known_models:
+                    raise InstanceError(f"{path}.gpu_models[{m_i}]", f"unknown GPU model {name!r}")
+            for m_i, name in enumerate(w.gpu_models):
+                model = models_in_use.get(name)
+                if model is not None and model.find(w.profile) is None:
+                    raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {name}")
+        else:
+            candidates = list(models_in_use.values())
+            if candidates and not any(m.find(w.profile) is not None for m in candidates):
+                names = ", ".join(m.name for m in candidates)
+                raise InstanceError(
+                    f"{path}.profile", f"{w.profile!r} is not a profile of any GPU model here ({names})"
+                )
+        if w.pinned and w.placement is None:
+            raise InstanceError(f"{path}.pinned", "a pinned workload needs a placement")
+        if w.placement is None:
+            continue
+        pp = f"{path}.placement"
+        gpu = inst._gpu.get(w.placement.gpu)
+        if gpu is None:
+            raise InstanceError(f"{pp}.gpu", f"unknown GPU {w.placement.gpu!r}")
+        model = gpu.model
+        if w.gpu_models is not None and model.name not in w.gpu_models:
+            raise InstanceError(
+                f"{pp}.gpu", f"GPU {gpu.id!r} is a {model.name}, which the workload's gpu_models exclude"
+            )
+        profile = model.find(w.profile)
+        if profile is None:
+            raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {model.name}")
+        start = w.placement.start
+        if start not in profile.starts:
+            starts = ", ".join(map(str, profile.starts))
+            raise InstanceError(
+                f"{pp}.start", f"{start} is not a legal start of {profile.name} on {model.name} ({starts})"
+            )
+        owners = slot_owner[gpu.id]
+        for s in range(start, start + profile.memory_slots):
+            if s in owners:
+                raise InstanceError(
+                    pp, f"overlaps running workload {owners[s]!r} on GPU {gpu.id!r} at slot {s}"
+                )
+        for s in range(start, start + profile.memory_slots):
+            owners[s] = w.id
+        counts[gpu.id, profile.name] += 1
+        if counts[gpu.id, profile.name] > profile.max_instances:
+            raise InstanceError(
+                pp, f"more than {profile.max_instances} {profile.name} instances on GPU {gpu.id!r}"
+            )
+        if profile.media_extension:
+            if gpu.id in media:
+                raise InstanceError(
+                    pp, f"second +me instance on GPU {gpu.id!r} (one media-engine set, held by {media[gpu.id]!r})"
+                )
+            media[gpu.id] = w.id
+        compute[gpu.id] += profile.compute
+        if compute[gpu.id] > model.compute_slices:
+            raise InstanceError(pp, f"GPU {gpu.id!r} would use more than {model.compute_slices} compute slices")
+        used_cpu[gpu.host] += w.cpu
+        used_ram[gpu.host] += w.ram_gb
+    for i, h in enumerate(inst.hosts):
+        for attr, used in (("cpu", used_cpu), ("ram_gb", used_ram)):
+            cap = getattr(h, attr)
+            if cap is not None and used[h.id] > cap + 1e-9:
+                raise InstanceError(
+                    f"hosts[{i}].{attr}", f"running workloads need {used[h.id]:g} > capacity {cap:g}"
+                )
+
+
+# --- solutions
+
+
+class Termination(StrEnum):
+    """Why a method stopped, kept apart from what it found (:class:`Status`).
+
+    ``completed`` is for heuristics: the method ran to its end, proving nothing.
+    """
+
+    OPTIMAL = "optimal"
+    COMPLETED = "completed"
+    TIME_LIMIT = "time_limit"
+    INFEASIBLE = "infeasible"
+    ERROR = "error"
+
+
+class Status(StrEnum):
+    """What a method found: a proven optimum, some feasible solution, or nothing."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Objectives:
+    """GRMU's three objectives (Eqs. 3-5), as defined in ``docs/formats.md``."""
+
+    acceptance: float
+    hardware: float
+    migrations: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"acceptance": self.acceptance, "hardware": self.hardware, "migrations": self.migrations}
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """One workload placed at a GPU and start in a solution."""
+
+    workload: str
+    gpu: str
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """The result of any method (exact, heuristic, simulated), in one shape.
+
+    ``objectives`` and ``metrics`` are what the method reports; the verifier
+    recomputes both and flags any difference.
+    """
+
+    instance: str
+    method: str
+    termination: Termination
+    status: Status
+    placements: tuple[Assignment, ...]
+    rejected: tuple[str, ...]
+    runtime_s: float = 0.0
+    objectives: Objectives | None = None
+    bound: float | None = None
+    gap: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+
+    def placement_of(self) -> dict[str, Assignment]:
+        """Assignments by workload id (the first, when a workload is repeated)."""
+        out: dict[str, Assignment] = {}
+        for a in self.placements:
+            out.setdefault(a.workload, a)
+        return out

@@ -1,0 +1,68 @@
+"""Reading and writing mipopt files: JSON in, atomic JSON out."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mipopt.errors import InstanceError
+from mipopt.instance import (
+    Instance,
+    Solution,
+    instance_from_dict,
+    solution_from_dict,
+    solution_to_dict,
+)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; an unreadable or malformed file raises :class:`InstanceError`.
+
+    ``NaN`` and ``Infinity`` are refused as the JSON standard does.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InstanceError("", f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as err:
+        raise InstanceError("", f"not valid JSON: {err}") from None
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read and validate an instance file (its name defaults to the file stem)."""
+    return instance_from_dict(read_json(path), default_name=Path(path).stem)
+
+
+def load_solution(path: str | Path) -> Solution:
+    """Read a solution file, checking its shape."""
+    return solution_from_dict(read_json(path))
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write JSON atomically: a temporary file in the same folder, then a rename.
+
+    A reader never sees a half-written file, and a failure leaves any old file as it was.
+    """
+    path = Path(path)
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_solution(path: str | Path, solution: Solution) -> None:
+    write_json(path, solution_to_dict(solution))
