@@ -25,9 +25,7 @@ def type_name(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def obj(
-    value: Any, path: str, required: Iterable[str] = (), optional: Iterable[str] = ()
-) -> dict[str, Any]:
+def obj(value: Any, path: str, required: Iterable[str] = (), optional: Iterable[str] = ()) -> dict[str, Any]:
     """Check that ``value`` is an object with the required keys and no unknown ones."""
     if not isinstance(value, dict):
         raise InstanceError(path or "(document)", f"must be an object, got {type_name(value)}")

@@ -66,7 +66,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"{'model':<30} {'slots':>5} {'compute':>7} {'memory_gb':>9} {'profiles':>8}  placements")
         for m in models.values():
             status = sorted({p.placement_status for p in m.profiles})
-            print(f"{m.name:<30} {m.slots:>5} {m.compute_slices:>7} {m.memory_gb:>9g} {len(m.profiles):>8}  {'/'.join(status)}")
+            print(
+                f"{m.name:<30} {m.slots:>5} {m.compute_slices:>7} {m.memory_gb:>9g} {len(m.profiles):>8}  {'/'.join(status)}"
+            )
         print("\n`mipopt info MODEL` shows a model's profiles and legal placements.")
         return EXIT_OK
     m = _model(args.model)
@@ -74,7 +76,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         _print_json(m.to_dict())
         return EXIT_OK
     print(f"{m.name}: {m.slots} memory slots, {m.compute_slices} compute slices, {m.memory_gb:g} GB")
-    print(f"\n{'profile':<16} {'id':>3} {'compute':>7} {'slots':>5} {'memory_gb':>9} {'max':>4}  {'status':<10} -lgipp")
+    print(
+        f"\n{'profile':<16} {'id':>3} {'compute':>7} {'slots':>5} {'memory_gb':>9} {'max':>4}  {'status':<10} -lgipp"
+    )
     for p in m.profiles:
         alias = f"  (also {', '.join(p.aliases)})" if p.aliases else ""
         print(
@@ -82,7 +86,10 @@ def cmd_info(args: argparse.Namespace) -> int:
             f"  {p.placement_status:<10} {_placements_text(list(p.placements))}{alias}"
         )
     w = 4
-    print(f"\nlegal placements, one column per memory slot:\n{'':<16} " + "".join(str(s).ljust(w) for s in range(m.slots)))
+    print(
+        f"\nlegal placements, one column per memory slot:\n{'':<16} "
+        + "".join(str(s).ljust(w) for s in range(m.slots))
+    )
     for p in m.profiles:
         if not p.base:
             continue
@@ -161,8 +168,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         placed = {a.workload: (a.gpu, a.start) for a in sol.placements}
         unknown = [w for w, (g, _) in placed.items() if not inst.has_workload(w) or not inst.has_gpu(g)]
         if unknown:
-            raise BadInput(f"{args.solution}: placements name {unknown[0]!r}, unknown to {args.instance}; "
-                           "run `mipopt verify` for details")
+            raise BadInput(
+                f"{args.solution}: placements name {unknown[0]!r}, unknown to {args.instance}; "
+                "run `mipopt verify` for details"
+            )
         title = f"{inst.name}: {sol.method}"
     else:
         placed = render.current_placement(inst)
@@ -180,12 +189,18 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _summary(inst: Instance, sol: Solution) -> str:
     from mipopt import render
 
-    lines = [f"instance {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs, {len(inst.workloads)} workloads"]
+    lines = [
+        f"instance {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs, {len(inst.workloads)} workloads"
+    ]
     lines.append(f"method: {sol.method}")
-    lines.append(f"termination: {sol.termination.value}, status: {sol.status.value}, runtime {sol.runtime_s:.3f} s")
+    lines.append(
+        f"termination: {sol.termination.value}, status: {sol.status.value}, runtime {sol.runtime_s:.3f} s"
+    )
     if sol.objectives is not None:
         o = sol.objectives
-        lines.append(f"objectives: acceptance {o.acceptance:g}, hardware {o.hardware:g}, migrations {o.migrations:g}")
+        lines.append(
+            f"objectives: acceptance {o.acceptance:g}, hardware {o.hardware:g}, migrations {o.migrations:g}"
+        )
     lines.append("")
     lines.append(f"{'workload':<14} {'profile':<12} {'gpu':<14} {'start':>5}  note")
     where = sol.placement_of()
@@ -263,8 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("solve", help="place the new workloads of an instance")
     p.add_argument("instance")
-    p.add_argument("--method", choices=["first-fit"], default="first-fit",
-                   help="first-fit: hosts and GPUs in order, driver default start (exact models come next)")
+    p.add_argument(
+        "--method",
+        choices=["first-fit"],
+        default="first-fit",
+        help="first-fit: hosts and GPUs in order, driver default start (exact models come next)",
+    )
     p.add_argument("--out", metavar="FILE", help="write the solution JSON (atomically)")
     p.add_argument("--json", action="store_true", help="print the solution JSON")
     p.set_defaults(func=cmd_solve)

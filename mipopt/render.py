@@ -10,7 +10,9 @@ from mipopt.instance import Instance
 CELL = 9  # characters per memory slot in the text view
 
 
-def _occupants(instance: Instance, placed: dict[str, tuple[str, int]]) -> dict[str, list[tuple[int, int, str, str]]]:
+def _occupants(
+    instance: Instance, placed: dict[str, tuple[str, int]]
+) -> dict[str, list[tuple[int, int, str, str]]]:
     """Per GPU: (start, size, workload id, profile name) sorted by start."""
     rows: dict[str, list[tuple[int, int, str, str]]] = {g.id: [] for g in instance.gpus}
     for wid, (gpu_id, start) in placed.items():
@@ -49,7 +51,9 @@ def text(instance: Instance, placed: dict[str, tuple[str, int]]) -> str:
         cells.extend(["·".center(CELL - 1)] * (g.model.slots - pos))
         cc = geo.configuration_capability(g.model, mask)
         frag = geo.fbk_fragmentation(g.model, mask)
-        lines.append(f"{g.id:<{width_id}}  {g.model.name:<{width_model}}  {' '.join(cells)}   CC={cc} F={frag}")
+        lines.append(
+            f"{g.id:<{width_id}}  {g.model.name:<{width_model}}  {' '.join(cells)}   CC={cc} F={frag}"
+        )
     return "\n".join(lines)
 
 
@@ -73,11 +77,15 @@ def png(instance: Instance, placed: dict[str, tuple[str, int]], path: str | Path
         for s in range(g.model.slots):
             ax.add_patch(Rectangle((s, y + 0.1), 1, 0.8, facecolor="white", edgecolor="0.75", lw=0.8))
         for start, size, wid, pname in rows[g.id]:
-            ax.add_patch(Rectangle((start, y + 0.1), size, 0.8, facecolor=color[pname], edgecolor="black", lw=1))
+            ax.add_patch(
+                Rectangle((start, y + 0.1), size, 0.8, facecolor=color[pname], edgecolor="black", lw=1)
+            )
             ax.text(start + size / 2, y + 0.5, wid, ha="center", va="center", fontsize=8)
     ax.set_xlim(0, slots_max)
     ax.set_ylim(0, max(n, 1))
-    ax.set_yticks([n - 1 - r + 0.5 for r in range(n)], [f"{g.id} ({g.model.name})" for g in instance.gpus], fontsize=8)
+    ax.set_yticks(
+        [n - 1 - r + 0.5 for r in range(n)], [f"{g.id} ({g.model.name})" for g in instance.gpus], fontsize=8
+    )
     ax.set_xticks([s + 0.5 for s in range(slots_max)], [str(s) for s in range(slots_max)])
     ax.set_xlabel("memory slot")
     ax.tick_params(length=0)

@@ -22,6 +22,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mipopt.catalog import default_gpu_slices  # noqa: E402
+
 OUT = ROOT / "mipopt" / "catalog" / "gpu_models.json"
 
 # Models whose placements come from a real -lgipp transcript (README sections 2.1-2.5, 2.9).
@@ -42,18 +46,6 @@ ALIASES = {
     ("H100-94GB", "2g.24gb"): ["2g.22gb"],
     ("H100-94GB", "3g.47gb"): ["3g.44gb"],
 }
-
-
-def gpu_slices(slots: int, compute: int) -> list[list[int]]:
-    """Memory slots of each compute slice, by the rule the hardware follows."""
-    if slots == compute:
-        return [[s] for s in range(slots)]
-    if slots % compute == 0:
-        k = slots // compute
-        return [list(range(c * k, (c + 1) * k)) for c in range(compute)]
-    if slots == compute + 1:
-        return [[s] for s in range(compute - 1)] + [[compute - 1, compute]]
-    raise ValueError(f"no rule for {slots} memory slots and {compute} compute slices")
 
 
 def build(source: Path) -> dict:
@@ -83,7 +75,9 @@ def build(source: Path) -> dict:
                 "slots": gpu["slots"],
                 "compute_slices": gpu["compute_slices"],
                 "memory_gb": gpu["memory_gb"],
-                "gpu_slices": gpu_slices(gpu["slots"], gpu["compute_slices"]),
+                "gpu_slices": [
+                    list(g) for g in default_gpu_slices(gpu["slots"], gpu["compute_slices"]) or ()
+                ],
                 "variants": gpu.get("variants", [gpu["pci_device_id"]] if "pci_device_id" in gpu else []),
                 "source_note": gpu.get("placements_status") or gpu.get("slots_note") or "",
                 "profiles": profiles,

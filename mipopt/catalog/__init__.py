@@ -199,7 +199,7 @@ def default_gpu_slices(slots: int, compute: int) -> tuple[tuple[int, ...], ...] 
         k = slots // compute
         return tuple(tuple(range(c * k, (c + 1) * k)) for c in range(compute))
     if slots == compute + 1:
-        return tuple((s,) for s in range(compute - 1)) + ((compute - 1, compute),)
+        return (*((s,) for s in range(compute - 1)), (compute - 1, compute))
     return None
 
 
@@ -243,8 +243,7 @@ def model_from_dict(data: Any, path: str = "", *, builtin: bool = False) -> GpuM
         gpu_slices = derived
     raw_profiles = f.lst(d["profiles"], f.join(path, "profiles"), nonempty=True)
     profiles = tuple(
-        _profile(p, f.join(f.join(path, "profiles"), i), slots, compute)
-        for i, p in enumerate(raw_profiles)
+        _profile(p, f.join(f.join(path, "profiles"), i), slots, compute) for i, p in enumerate(raw_profiles)
     )
     _unique(profiles, path)
     variants = d.get("variants", [])
@@ -314,7 +313,9 @@ def _profile(data: Any, path: str, slots: int, compute: int) -> Profile:
 def _unique(profiles: tuple[Profile, ...], path: str) -> None:
     seen: dict[str | int, int] = {}
     for i, p in enumerate(profiles):
-        for key, what in ((p.id, "id"), (p.name.lower(), "name"), *((a.lower(), "aliases") for a in p.aliases)):
+        keys: list[tuple[str | int, str]] = [(p.id, "id"), (p.name.lower(), "name")]
+        keys += [(a.lower(), "aliases") for a in p.aliases]
+        for key, what in keys:
             if key in seen and seen[key] != i:
                 raise InstanceError(
                     f.join(f.join(f.join(path, "profiles"), i), what),
@@ -349,7 +350,9 @@ def _check_compute_bound(model: GpuModel, path: str) -> None:
 def _builtin() -> dict[str, GpuModel]:
     text = resources.files(__package__).joinpath("gpu_models.json").read_text()
     data = json.loads(text)
-    models = [model_from_dict(m, f"gpu_models.json:models[{i}]", builtin=True) for i, m in enumerate(data["models"])]
+    models = [
+        model_from_dict(m, f"gpu_models.json:models[{i}]", builtin=True) for i, m in enumerate(data["models"])
+    ]
     return {m.name: m for m in models}
 
 

@@ -50,7 +50,7 @@ def addable(model: GpuModel, config: Configuration, profiles: Sequence[int]) -> 
     mask = occupancy(model, config)
     counts = Counter(p for p, _ in config)
     media = any(model.profiles[p].media_extension for p, _ in config)
-    out = []
+    out: list[Instance] = []
     for i in profiles:
         prof = model.profiles[i]
         if counts[i] >= prof.max_instances or (media and prof.media_extension):
@@ -144,11 +144,7 @@ def maximal_layouts(model: GpuModel, *, pre_r510: bool = False) -> list[Configur
     configs, _ = enumerate_configurations(model, profiles)
     configs = {c for c in configs if allowed(c)}
     return sorted(
-        (
-            c
-            for c in configs
-            if c and not any(allowed(c | {i}) for i in addable(model, c, profiles))
-        ),
+        (c for c in configs if c and not any(allowed(c | {i}) for i in addable(model, c, profiles))),
         key=lambda c: sorted((s, p) for p, s in c),
     )
 

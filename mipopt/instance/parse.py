@@ -38,7 +38,9 @@ def _header(d: dict[str, Any], expected: str) -> None:
         raise InstanceError("format", f"must be {expected!r}, got {tag!r}")
     version = f.integer(d["version"], "version", minimum=1)
     if version != FORMAT_VERSION:
-        raise InstanceError("version", f"version {version} is not supported (this mipopt reads {FORMAT_VERSION})")
+        raise InstanceError(
+            "version", f"version {version} is not supported (this mipopt reads {FORMAT_VERSION})"
+        )
 
 
 def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
@@ -68,7 +70,8 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         custom[model.name] = model
     models = {**builtin, **custom}
 
-    hosts, gpus = [], []
+    hosts: list[Host] = []
+    gpus: list[Gpu] = []
     for i, raw in enumerate(f.lst(d["hosts"], "hosts")):
         path = f"hosts[{i}]"
         h = f.obj(raw, path, ("id", "gpus"), _HOST_OPTIONAL)
@@ -81,7 +84,8 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
             mname = f.string(g["model"], f"{gp}.model")
             if mname not in models:
                 raise InstanceError(
-                    f"{gp}.model", f"unknown GPU model {mname!r} (see `mipopt info`, or add custom_gpu_models)"
+                    f"{gp}.model",
+                    f"unknown GPU model {mname!r} (see `mipopt info`, or add custom_gpu_models)",
                 )
             gpus.append(Gpu(gid, models[mname], hid, len(gpus)))
             gpu_ids.append(gid)
@@ -95,7 +99,9 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
             )
         )
 
-    workloads = [_workload(raw, f"workloads[{k}]") for k, raw in enumerate(f.lst(d["workloads"], "workloads"))]
+    workloads = [
+        _workload(raw, f"workloads[{k}]") for k, raw in enumerate(f.lst(d["workloads"], "workloads"))
+    ]
     return Instance(name, tuple(hosts), tuple(gpus), tuple(workloads), tuple(custom.values()), description)
 
 
@@ -173,7 +179,16 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     return out
 
 
-_SOLUTION_FIELDS = ("format", "version", "instance", "method", "termination", "status", "placements", "rejected")
+_SOLUTION_FIELDS = (
+    "format",
+    "version",
+    "instance",
+    "method",
+    "termination",
+    "status",
+    "placements",
+    "rejected",
+)
 _SOLUTION_OPTIONAL = ("runtime_s", "objectives", "bound", "gap", "metrics", "message")
 
 
@@ -187,7 +202,9 @@ def solution_from_dict(data: Any) -> Solution:
     _header(d, SOLUTION_FORMAT)
     term = d["termination"]
     if term not in {t.value for t in Termination}:
-        raise InstanceError("termination", f"must be one of {', '.join(t.value for t in Termination)}, got {term!r}")
+        raise InstanceError(
+            "termination", f"must be one of {', '.join(t.value for t in Termination)}, got {term!r}"
+        )
     status = d["status"]
     if status not in {s.value for s in Status}:
         raise InstanceError("status", f"must be one of {', '.join(s.value for s in Status)}, got {status!r}")
@@ -207,7 +224,10 @@ def solution_from_dict(data: Any) -> Solution:
     if d.get("objectives") is not None:
         o = f.obj(d["objectives"], "objectives", ("acceptance", "hardware", "migrations"))
         objectives = Objectives(
-            *(f.number(o[k], f"objectives.{k}", minimum=None) for k in ("acceptance", "hardware", "migrations"))
+            *(
+                f.number(o[k], f"objectives.{k}", minimum=None)
+                for k in ("acceptance", "hardware", "migrations")
+            )
         )
     raw_metrics = d.get("metrics") or {}
     if not isinstance(raw_metrics, dict):

@@ -182,7 +182,7 @@ def _check(inst: Instance) -> None:
             for m_i, name in enumerate(w.gpu_models):
                 if name not in known_models:
                     raise InstanceError(f"{path}.gpu_models[{m_i}]", f"unknown GPU model {name!r}")
-            for m_i, name in enumerate(w.gpu_models):
+            for name in w.gpu_models:
                 model = models_in_use.get(name)
                 if model is not None and model.find(w.profile) is None:
                     raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {name}")
@@ -231,12 +231,15 @@ def _check(inst: Instance) -> None:
         if profile.media_extension:
             if gpu.id in media:
                 raise InstanceError(
-                    pp, f"second +me instance on GPU {gpu.id!r} (one media-engine set, held by {media[gpu.id]!r})"
+                    pp,
+                    f"second +me instance on GPU {gpu.id!r} (one media-engine set, held by {media[gpu.id]!r})",
                 )
             media[gpu.id] = w.id
         compute[gpu.id] += profile.compute
         if compute[gpu.id] > model.compute_slices:
-            raise InstanceError(pp, f"GPU {gpu.id!r} would use more than {model.compute_slices} compute slices")
+            raise InstanceError(
+                pp, f"GPU {gpu.id!r} would use more than {model.compute_slices} compute slices"
+            )
         used_cpu[gpu.host] += w.cpu
         used_ram[gpu.host] += w.ram_gb
     for i, h in enumerate(inst.hosts):

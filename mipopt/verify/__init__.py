@@ -69,7 +69,9 @@ def verify(instance: Instance, solution: Solution) -> Report:
         w = instance.workload(a.workload)
         model = instance.gpu(a.gpu).model
         if w.gpu_models is not None and model.name not in w.gpu_models:
-            v.append(f"{path}.gpu: {a.gpu!r} is a {model.name}; workload {w.id!r} allows only {', '.join(w.gpu_models)}")
+            v.append(
+                f"{path}.gpu: {a.gpu!r} is a {model.name}; workload {w.id!r} allows only {', '.join(w.gpu_models)}"
+            )
             continue
         profile = model.find(w.profile)
         if profile is None:
@@ -77,7 +79,9 @@ def verify(instance: Instance, solution: Solution) -> Report:
             continue
         if (a.start, profile.memory_slots) not in profile.placements:
             starts = ", ".join(str(s) for s, _ in profile.placements)
-            v.append(f"{path}.start: {a.start} is not a legal start of {profile.name} on {model.name} ({starts})")
+            v.append(
+                f"{path}.start: {a.start} is not a legal start of {profile.name} on {model.name} ({starts})"
+            )
             continue
         placed[w.id] = (a, profile)
 
@@ -135,11 +139,13 @@ def verify(instance: Instance, solution: Solution) -> Report:
             v.append(f"GPU {gpu_id!r}: {n} instances of {name}, at most {limit}")
     for gpu_id, holders in sorted(media.items()):
         if len(holders) > 1:
-            v.append(f"GPU {gpu_id!r}: {len(holders)} +me instances ({', '.join(holders)}), at most one per GPU")
-    for gpu_id, used in sorted(compute.items()):
+            v.append(
+                f"GPU {gpu_id!r}: {len(holders)} +me instances ({', '.join(holders)}), at most one per GPU"
+            )
+    for gpu_id, slices in sorted(compute.items()):
         limit = instance.gpu(gpu_id).model.compute_slices
-        if used > limit:
-            v.append(f"GPU {gpu_id!r}: uses {used} compute slices, has {limit}")
+        if slices > limit:
+            v.append(f"GPU {gpu_id!r}: uses {slices} compute slices, has {limit}")
     for h in instance.hosts:
         for what, used, cap in (("cpu", cpu[h.id], h.cpu), ("ram_gb", ram[h.id], h.ram_gb)):
             if cap is not None and used > cap + 1e-9:
