@@ -145,12 +145,16 @@ def _check(inst: Instance) -> None:
             raise InstanceError(f"hosts[{i}].id", f"duplicate id {h.id!r} (also hosts[{host_index[h.id]}])")
         host_index[h.id] = i
     gpu_path: dict[str, str] = {}
+    # duplicates first: with a repeated id, the lookup below sees only the last GPU of that id
     for i, h in enumerate(inst.hosts):
         for j, gid in enumerate(h.gpus):
             path = f"hosts[{i}].gpus[{j}]"
             if gid in gpu_path:
                 raise InstanceError(f"{path}.id", f"duplicate GPU id {gid!r} (also {gpu_path[gid]})")
             gpu_path[gid] = path
+    for i, h in enumerate(inst.hosts):
+        for j, gid in enumerate(h.gpus):
+            path = f"hosts[{i}].gpus[{j}]"
             g = inst._gpu.get(gid)
             if g is None or g.host != h.id:
                 raise InstanceError(path, f"GPU {gid!r} is not listed with host {h.id!r}")
@@ -190,9 +194,8 @@ def _check(inst: Instance) -> None:
             candidates = list(models_in_use.values())
             if candidates and not any(m.find(w.profile) is not None for m in candidates):
                 names = ", ".join(m.name for m in candidates)
-                raise InstanceError(
-                    f"{path}.profile", f"{w.profile!r} is not a profile of any GPU model here ({names})"
-                )
+                where = names if len(candidates) == 1 else f"any GPU model here ({names})"
+                raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {where}")
         if w.pinned and w.placement is None:
             raise InstanceError(f"{path}.pinned", "a pinned workload needs a placement")
         if w.placement is None:

@@ -1,0 +1,64 @@
+"""The shipped JSON Schema files agree with what mipopt reads and writes."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from mipopt.instance import instance_to_dict, solution_to_dict
+from mipopt.io import load_instance
+from mipopt.policies import first_fit
+
+INSTANCES = Path(__file__).resolve().parents[1] / "instances"
+
+
+def schema(name: str) -> dict:
+    return json.loads(resources.files("mipopt").joinpath(f"schemas/{name}.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def validators() -> dict[str, jsonschema.protocols.Validator]:
+    out = {}
+    for name in ("instance", "solution"):
+        s = schema(name)
+        jsonschema.Draft202012Validator.check_schema(s)
+        out[name] = jsonschema.Draft202012Validator(s)
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(INSTANCES.glob("*.json")), ids=lambda p: p.stem)
+def test_shipped_files_match_schema(path: Path, validators: dict) -> None:
+    data = json.loads(path.read_text())
+    kind = "solution" if data["format"] == "mipopt-solution" else "instance"
+    errors = [e.message for e in validators[kind].iter_errors(data)]
+    assert errors == []
+
+
+@pytest.mark.parametrize("path", sorted(INSTANCES.glob("*.json")), ids=lambda p: p.stem)
+def test_written_files_match_schema(path: Path, validators: dict) -> None:
+    if path.name.endswith(".target.json"):
+        pytest.skip("a solution file")
+    inst = load_instance(path)
+    assert list(validators["instance"].iter_errors(instance_to_dict(inst))) == []
+    assert list(validators["solution"].iter_errors(solution_to_dict(first_fit(inst)))) == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda d: d.pop("hosts"), "'hosts' is a required property"),
+        (lambda d: d["workloads"][0].update(cpu=-1), "-1 is less than the minimum of 0"),
+        (lambda d: d["workloads"][0].update(pinned="yes"), "'yes' is not of type 'boolean'"),
+        (lambda d: d["hosts"][0].update(rm_gb=4), "Additional properties are not allowed ('rm_gb' was unexpected)"),
+        (lambda d: d.update(format="mipopt-solution"), "'mipopt-instance' was expected"),
+    ],
+)
+def test_schema_refuses_what_mipopt_refuses(mutate, fragment: str, validators: dict) -> None:
+    data = json.loads((INSTANCES / "quickstart.json").read_text())
+    mutate(data)
+    messages = [e.message for e in validators["instance"].iter_errors(data)]
+    assert any(fragment in m for m in messages), messages
