@@ -1,0 +1,42 @@
+"""The README's Quick start is exactly the two commands the project promises, and CI runs the second."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quick_start_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = re.search(r"^## Quick start\n(.*?)^## ", text, re.S | re.M)
+    assert section, "README.md has no Quick start section"
+    blocks = re.findall(r"^```\n(.*?)^```", section.group(1), re.S | re.M)
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_quick_start_has_exactly_the_two_commands() -> None:
+    assert quick_start_commands() == [
+        'python -m pip install -e ".[dev]" && mipopt solve instances/quickstart.json',
+        'python -m pip install -e ".[dev]" && python -m pytest',
+    ]
+
+
+def test_readme_opens_with_quick_start() -> None:
+    headings = re.findall(r"^## (.+)$", (ROOT / "README.md").read_text(), re.M)
+    assert headings[0] == "Quick start"
+
+
+def test_ci_runs_the_second_command_as_written() -> None:
+    script = (ROOT / ".ci" / "run").read_text()
+    # .ci/run reads the command out of README.md rather than keeping a copy that could drift;
+    # run its extraction line and compare with the README's second command.
+    extract = next(line for line in script.splitlines() if line.startswith("cmd=$("))
+    out = subprocess.run(
+        ["bash", "-c", f'{extract}\nprintf "%s" "$cmd"'], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout == quick_start_commands()[1]
+    assert 'bash -c "$cmd"' in script
+    assert re.search(r"^\s*5\) .*exit 1", script, re.M)  # pytest's "no tests collected" fails CI
