@@ -6,7 +6,7 @@ fragmentation scores and the start that raises them least) is answered for all
 ``2**slots`` occupancy states at once when the tables are built, so that asking
 it for 10,000 GPUs is one numpy indexing operation.
 
-Build cost: milliseconds for 8-slot models, about 0.1 s for the 12-unit RTX PRO 6000.
+Build cost: about 2 ms for 8-slot models, 5 ms for the 12-unit RTX PRO 6000.
 Tables are cached per model (:func:`tables_for`).
 """
 
