@@ -1,0 +1,150 @@
+"""Hypothesis strategies for random valid instances.
+
+The running state is drawn from the catalog's placement lists directly (free
+slots, per-profile maxima, one ``+me`` per GPU, host capacities), so the
+strategies share no code with the placement methods they feed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+from mipopt.catalog import GpuModel, Profile, builtin_models
+from mipopt.instance import Instance, InstanceBuilder
+
+MODELS: tuple[GpuModel, ...] = tuple(builtin_models().values())
+CPU = (0, 2, 4, 8, 16)
+RAM_GB = (0, 16, 32, 64)
+WEIGHTS = (1.0, 1.0, 2.0, 0.5)
+HEADROOM_CPU = (0, 0, 4, 16)
+HEADROOM_RAM_GB = (0, 0, 32, 128)
+
+
+@dataclass
+class GpuState:
+    """Occupancy of one GPU while drawing: slot mask, profile counts, ``+me`` in use."""
+
+    model: GpuModel
+    mask: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    media: bool = False
+
+    def free_starts(self, profile: Profile) -> list[int]:
+        """Starts where ``profile`` may go now, by every per-GPU rule."""
+        if self.counts[profile.name] >= profile.max_instances:
+            return []
+        if profile.media_extension and self.media:
+            return []
+        return [s for s in profile.starts if not self.mask & profile.slot_mask(s)]
+
+    def take(self, profile: Profile, start: int) -> None:
+        self.mask |= profile.slot_mask(start)
+        self.counts[profile.name] += 1
+        self.media |= profile.media_extension
+
+
+def _profiles(draw: st.DrawFn, model: GpuModel) -> Profile:
+    """A profile of ``model``, ``+me`` ones drawn more often than their share so they meet."""
+    media = [p for p in model.profiles if p.media_extension]
+    if media and draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(media))
+    return draw(st.sampled_from(model.profiles))
+
+
+@st.composite
+def instances(
+    draw: st.DrawFn,
+    *,
+    max_hosts: int = 3,
+    max_gpus: int = 4,
+    max_running_per_gpu: int = 3,
+    max_new: int = 8,
+    models: tuple[GpuModel, ...] = MODELS,
+) -> Instance:
+    """A random valid instance.
+
+    1..``max_hosts`` hosts of 1..``max_gpus`` GPUs of random models; on each GPU up
+    to ``max_running_per_gpu`` running workloads at free legal starts (some pinned,
+    some named by profile id, some restricted to their model); up to ``max_new``
+    new workloads of profiles of the models present (some restricted to models
+    that have the profile). Some hosts get cpu/ram capacities a little above
+    what their running workloads use, so that capacity decides some placements.
+    """
+    hosts: list[tuple[str, dict[str, GpuModel]]] = []
+    states: dict[str, GpuState] = {}
+    for h in range(draw(st.integers(1, max_hosts))):
+        gpus = {}
+        for g in range(draw(st.integers(1, max_gpus))):
+            gid = f"h{h}-g{g}"
+            gpus[gid] = draw(st.sampled_from(models))
+            states[gid] = GpuState(gpus[gid])
+        hosts.append((f"h{h}", gpus))
+
+    running: list[dict[str, Any]] = []  # InstanceBuilder.add_workload arguments
+    used: Counter[str] = Counter()
+    used_ram: Counter[str] = Counter()
+    for host_id, gpus in hosts:
+        for gid, model in gpus.items():
+            state = states[gid]
+            for _ in range(draw(st.integers(0, max_running_per_gpu))):
+                profile = _profiles(draw, model)
+                starts = state.free_starts(profile)
+                if not starts:
+                    continue
+                start = draw(st.sampled_from(starts))
+                state.take(profile, start)
+                by_id = draw(st.integers(0, 4)) == 0
+                restricted = by_id or draw(st.booleans())
+                cpu, ram = draw(st.sampled_from(CPU)), draw(st.sampled_from(RAM_GB))
+                used[host_id] += cpu
+                used_ram[host_id] += ram
+                running.append(
+                    dict(
+                        workload_id=f"r{len(running)}",
+                        profile=profile.id if by_id else profile.name,
+                        gpu_models=[model.name] if restricted else None,
+                        placement=(gid, start),
+                        pinned=draw(st.integers(0, 3)) == 0,
+                        cpu=cpu,
+                        ram_gb=ram,
+                        migration_weight=draw(st.sampled_from(WEIGHTS)),
+                        weight=draw(st.sampled_from(WEIGHTS)),
+                    )
+                )
+
+    present = {m.name: m for _, gpus in hosts for m in gpus.values()}
+    new: list[dict[str, Any]] = []
+    for n in range(draw(st.integers(0, max_new))):
+        model = present[draw(st.sampled_from(sorted(present)))]
+        profile = _profiles(draw, model)
+        gpu_models = None
+        if draw(st.booleans()):
+            having = sorted(name for name, m in present.items() if m.find(profile.name) is not None)
+            gpu_models = draw(st.lists(st.sampled_from(having), min_size=1, unique=True))
+        new.append(
+            dict(
+                workload_id=f"n{n}",
+                profile=profile.name,
+                gpu_models=gpu_models,
+                cpu=draw(st.sampled_from(CPU)),
+                ram_gb=draw(st.sampled_from(RAM_GB)),
+                weight=draw(st.sampled_from(WEIGHTS)),
+                migration_weight=draw(st.sampled_from(WEIGHTS)),
+            )
+        )
+
+    b = InstanceBuilder(name=f"random-{len(states)}-gpus")
+    for host_id, gpus in hosts:
+        # tight more often than not: headroom 0 makes any further cpu/ram-using workload too much
+        cap_cpu = used[host_id] + draw(st.sampled_from(HEADROOM_CPU)) if draw(st.integers(0, 2)) else None
+        cap_ram = (
+            used_ram[host_id] + draw(st.sampled_from(HEADROOM_RAM_GB)) if draw(st.integers(0, 2)) else None
+        )
+        b.add_host(host_id, dict(gpus), cpu=cap_cpu, ram_gb=cap_ram, weight=draw(st.sampled_from(WEIGHTS)))
+    for kwargs in draw(st.permutations(running + new)):
+        b.add_workload(**kwargs)
+    return b.build()
