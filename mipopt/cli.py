@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -297,6 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInput as err:
         print(f"mipopt: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # `mipopt info | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as err:  # unwritable --out or --png
         target = err.filename or ""
         print(f"mipopt: error: cannot write {target}: {err.strerror}", file=sys.stderr)

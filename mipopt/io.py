@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,16 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _constant_position(text: str) -> str:
+    """`` at line L column C`` of the first NaN/Infinity outside a string, or ``""``."""
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN', text):
+        if not match.group(0).startswith('"'):
+            line = text.count("\n", 0, match.start()) + 1
+            column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+            return f" at line {line} column {column}"
+    return ""
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; an unreadable or malformed file raises :class:`InstanceError`.
 
@@ -33,8 +44,11 @@ def read_json(path: str | Path) -> Any:
         raise InstanceError("", f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
     try:
         return json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as err:
+    except json.JSONDecodeError as err:
         raise InstanceError("", f"not valid JSON: {err}") from None
+    except ValueError as err:  # NaN or Infinity: json gives no position, so find it
+        where = _constant_position(text)
+        raise InstanceError("", f"not valid JSON: {err}{where}") from None
 
 
 def load_instance(path: str | Path) -> Instance:

@@ -211,7 +211,7 @@ BAD: list[tuple[str, Edit, str]] = [
     (
         "placement-on-excluded-model",
         put("workloads.2.placement", {"gpu": "h1-g1", "start": 4}),
-        "workloads[2].placement.gpu: GPU 'h1-g1' is a A100-40GB, which the workload's gpu_models exclude",
+        "workloads[2].placement.gpu: GPU 'h1-g1' (A100-40GB) is excluded by the workload's gpu_models",
     ),
     (
         "pinned-without-placement",
@@ -424,12 +424,12 @@ BAD_TEXT: list[tuple[str, str, str]] = [
     (
         "nan-literal",
         json.dumps(BASE).replace('"cpu": 16', '"cpu": NaN', 1),
-        "not valid JSON: NaN is not valid JSON",
+        "not valid JSON: NaN is not valid JSON at line 1 column 488",
     ),
     (
         "infinity-literal",
         json.dumps(BASE).replace('"cpu": 16', '"cpu": -Infinity', 1),
-        "not valid JSON: -Infinity is not valid JSON",
+        "not valid JSON: -Infinity is not valid JSON at line 1 column 488",
     ),
     # a literal too large for a float parses as inf: the number rule names it
     (

@@ -53,7 +53,10 @@ def test_written_files_match_schema(path: Path, validators: dict) -> None:
         (lambda d: d.pop("hosts"), "'hosts' is a required property"),
         (lambda d: d["workloads"][0].update(cpu=-1), "-1 is less than the minimum of 0"),
         (lambda d: d["workloads"][0].update(pinned="yes"), "'yes' is not of type 'boolean'"),
-        (lambda d: d["hosts"][0].update(rm_gb=4), "Additional properties are not allowed ('rm_gb' was unexpected)"),
+        (
+            lambda d: d["hosts"][0].update(rm_gb=4),
+            "Additional properties are not allowed ('rm_gb' was unexpected)",
+        ),
         (lambda d: d.update(format="mipopt-solution"), "'mipopt-instance' was expected"),
     ],
 )

@@ -176,7 +176,7 @@ CASES: list[tuple[str, Callable[[Instance], Solution], list[str]]] = [
     (
         "excluded-model",
         lambda i: solution(i, moved(a30=("g2", 4))),
-        ["placements[4].gpu: 'g2' is a A100-40GB; workload 'a30' allows only A30-24GB"],
+        ["placements[4].gpu: 'g2' (A100-40GB) is excluded: workload 'a30' allows only A30-24GB"],
     ),
     (
         "profile-not-on-model",
@@ -572,7 +572,7 @@ def excluded_model(inst: Instance, sol: Solution, data: st.DataObject) -> Mutant
     i = len(mutant.placements) - 1
     model = inst.gpu(gpu).model.name
     return mutant, {
-        f"placements[{i}].gpu: {gpu!r} is a {model}; workload {w.id!r} allows only {', '.join(w.gpu_models)}"
+        f"placements[{i}].gpu: {gpu!r} ({model}) is excluded: workload {w.id!r} allows only {', '.join(w.gpu_models)}"
     }
 
 

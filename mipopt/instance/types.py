@@ -207,7 +207,7 @@ def _check(inst: Instance) -> None:
         model = gpu.model
         if w.gpu_models is not None and model.name not in w.gpu_models:
             raise InstanceError(
-                f"{pp}.gpu", f"GPU {gpu.id!r} is a {model.name}, which the workload's gpu_models exclude"
+                f"{pp}.gpu", f"GPU {gpu.id!r} ({model.name}) is excluded by the workload's gpu_models"
             )
         profile = model.find(w.profile)
         if profile is None:

@@ -70,7 +70,7 @@ def verify(instance: Instance, solution: Solution) -> Report:
         model = instance.gpu(a.gpu).model
         if w.gpu_models is not None and model.name not in w.gpu_models:
             v.append(
-                f"{path}.gpu: {a.gpu!r} is a {model.name}; workload {w.id!r} allows only {', '.join(w.gpu_models)}"
+                f"{path}.gpu: {a.gpu!r} ({model.name}) is excluded: workload {w.id!r} allows only {', '.join(w.gpu_models)}"
             )
             continue
         profile = model.find(w.profile)
