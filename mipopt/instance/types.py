@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from mipopt.catalog import GpuModel, Profile
+from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.errors import InstanceError
 
 INSTANCE_FORMAT = "mipopt-instance"
@@ -163,8 +163,6 @@ def _check(inst: Instance) -> None:
         raise InstanceError("hosts", f"GPU {orphan!r} belongs to no host")
 
     known_models = {m.name for m in inst.custom_models} | {g.model.name for g in inst.gpus}
-    from mipopt.catalog import builtin_models
-
     known_models |= set(builtin_models())
     models_in_use = inst.models
     seen: dict[str, int] = {}
