@@ -138,7 +138,14 @@ class Instance:
 
 
 def _check(inst: Instance) -> None:
-    """Cross-references and the rules the running state must obey, in file order."""
+    """Cross-references, then the rules the running state must obey."""
+    _check_hosts(inst)
+    _check_workloads(inst)
+    _check_running(inst)
+
+
+def _check_hosts(inst: Instance) -> None:
+    """Unique host and GPU ids, every GPU listed with its own host."""
     host_index: dict[str, int] = {}
     for i, h in enumerate(inst.hosts):
         if h.id in host_index:
@@ -162,17 +169,13 @@ def _check(inst: Instance) -> None:
         orphan = next(g.id for g in inst.gpus if g.id not in gpu_path)
         raise InstanceError("hosts", f"GPU {orphan!r} belongs to no host")
 
+
+def _check_workloads(inst: Instance) -> None:
+    """Unique workload ids; models and profiles that exist; pinned only when running."""
     known_models = {m.name for m in inst.custom_models} | {g.model.name for g in inst.gpus}
     known_models |= set(builtin_models())
     models_in_use = inst.models
     seen: dict[str, int] = {}
-    used_cpu: dict[str, float] = defaultdict(float)
-    used_ram: dict[str, float] = defaultdict(float)
-    # per GPU: occupied slot -> workload id, profile counts, +me holder, compute used
-    slot_owner: dict[str, dict[int, str]] = defaultdict(dict)
-    counts: dict[tuple[str, str], int] = defaultdict(int)
-    media: dict[str, str] = {}
-    compute: dict[str, int] = defaultdict(int)
     for k, w in enumerate(inst.workloads):
         path = f"workloads[{k}]"
         if w.id in seen:
@@ -196,8 +199,21 @@ def _check(inst: Instance) -> None:
                 raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {where}")
         if w.pinned and w.placement is None:
             raise InstanceError(f"{path}.pinned", "a pinned workload needs a placement")
+
+
+def _check_running(inst: Instance) -> None:
+    """The running workloads form a valid state: legal starts, no overlap, limits, capacities."""
+    used_cpu: dict[str, float] = defaultdict(float)
+    used_ram: dict[str, float] = defaultdict(float)
+    # per GPU: occupied slot -> workload id, profile counts, +me holder, compute used
+    slot_owner: dict[str, dict[int, str]] = defaultdict(dict)
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    media: dict[str, str] = {}
+    compute: dict[str, int] = defaultdict(int)
+    for k, w in enumerate(inst.workloads):
         if w.placement is None:
             continue
+        path = f"workloads[{k}]"
         pp = f"{path}.placement"
         gpu = inst._gpu.get(w.placement.gpu)
         if gpu is None:
