@@ -246,6 +246,46 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_partitions(args: argparse.Namespace) -> int:
+    from mipopt.preprocess import gpu_partitions
+
+    inst = _load_instance(args.instance)
+    found = gpu_partitions(inst, merged=args.merged)
+    if args.json:
+        _print_json(
+            [
+                {
+                    "gpu": g.gpu,
+                    "model": g.model.name,
+                    "partitions": [
+                        {
+                            "profile" if q.profile is not None else "name": q.name,
+                            "start": q.start,
+                            "slots": q.slots,
+                            "compute": q.compute,
+                            "memory_gb": q.memory_gb,
+                        }
+                        for q in g.partitions
+                    ],
+                }
+                for g in found
+            ]
+        )
+        return EXIT_OK
+    if not found:
+        print("no GPU has running workloads")
+        return EXIT_OK
+    rows = [("gpu", "model", "occupied", "free partitions (name@start)")]
+    for g in found:
+        occupied = "".join("#" if g.fixed.mask >> s & 1 else "." for s in range(g.model.slots))
+        parts = ", ".join(f"{q.name}@{q.start}" for q in g.partitions) or "-"
+        rows.append((g.gpu, g.model.name, occupied, parts))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mipopt", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"mipopt {__version__}")
@@ -288,6 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="write the solution JSON (atomically)")
     p.add_argument("--json", action="store_true", help="print the solution JSON")
     p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("partitions", help="free partitions of GPUs with running workloads (WPM Alg. 1)")
+    p.add_argument("instance")
+    p.add_argument("--merged", action="store_true", help="merge adjacent partitions where Assumption 1 holds")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_partitions)
     return parser
 
 

@@ -1,0 +1,61 @@
+"""Preprocessing shared by the exact models: what can still go where, and what is interchangeable.
+
+* :mod:`~mipopt.preprocess.candidates`: per GPU and per movable workload, the
+  placements legal around the workloads that cannot move;
+* :mod:`~mipopt.preprocess.partitions`: IBM's free partitions P_g of partially
+  used GPUs (WPM paper, Alg. 1) and their merged form;
+* :mod:`~mipopt.preprocess.classes`: equivalence classes of new workloads, empty
+  GPUs and empty hosts.
+
+See ``models/preprocess.md``.
+"""
+
+from mipopt.preprocess.candidates import (
+    Candidate,
+    Candidates,
+    FixedState,
+    GpuCandidates,
+    candidates,
+    fixed_ids,
+    fixed_masks,
+    fixed_states,
+)
+from mipopt.preprocess.classes import (
+    GpuClass,
+    HostClass,
+    WorkloadClass,
+    gpu_classes,
+    host_classes,
+    workload_classes,
+)
+from mipopt.preprocess.partitions import (
+    GpuPartitions,
+    Partition,
+    free_partitions,
+    gpu_partitions,
+    preference_order,
+    slot_order,
+)
+
+__all__ = [
+    "Candidate",
+    "Candidates",
+    "FixedState",
+    "GpuCandidates",
+    "GpuClass",
+    "GpuPartitions",
+    "HostClass",
+    "Partition",
+    "WorkloadClass",
+    "candidates",
+    "fixed_ids",
+    "fixed_masks",
+    "fixed_states",
+    "free_partitions",
+    "gpu_classes",
+    "gpu_partitions",
+    "host_classes",
+    "preference_order",
+    "slot_order",
+    "workload_classes",
+]

@@ -1,0 +1,123 @@
+"""Equivalence classes of interchangeable items, for aggregation and symmetry breaking.
+
+A class is exact: members can be permuted in any optimal solution and the result
+is feasible with the same objectives, so a model may count members instead of
+naming them, or order them.
+
+* **Workload classes**: new (not running) workloads with the same profile on
+  every GPU model of the instance (after their ``gpu_models`` restriction), the
+  same ``cpu``, ``ram_gb``, ``weight`` and ``migration_weight``. Everything a
+  model knows about a new workload is there: where it may go (profile per
+  model), what it uses of its host, what it earns. Two workloads that name one
+  profile by name and by id, or that differ only in ``gpu_models`` entries for
+  models absent from the instance, fall in one class.
+* **GPU classes**: GPUs without running workloads, of the same model, **on the
+  same host**. Swapping the contents of two such GPUs leaves every host's cpu,
+  ram and power-on state unchanged, no migration term mentions them, and their
+  geometry is the same. Empty GPUs of equal models on *different* hosts are not
+  interchangeable one by one: moving one GPU's load to another host can power a
+  host on or off and shifts cpu and ram between hosts.
+* **Host classes**: hosts without running workloads with the same ``cpu``,
+  ``ram_gb``, ``weight`` and multiset of GPU models. Swapping two such hosts
+  whole (each GPU to a GPU of the same model) changes nothing. This is the
+  cross-host symmetry; together with GPU classes it covers empty GPUs of the
+  same model on identical empty hosts.
+
+Classes come in order of their first member in the instance, members in
+instance order; singletons are included, so every new workload (every empty GPU,
+every empty host) is in exactly one class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from mipopt.instance import Instance
+
+__all__ = ["GpuClass", "HostClass", "WorkloadClass", "gpu_classes", "host_classes", "workload_classes"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadClass:
+    """New workloads that are interchangeable; ``members[0]`` represents them."""
+
+    members: tuple[str, ...]
+
+    @property
+    def representative(self) -> str:
+        return self.members[0]
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuClass:
+    """Empty GPUs of one model on one host."""
+
+    host: str
+    model: str
+    members: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
+@dataclass(frozen=True, slots=True)
+class HostClass:
+    """Empty hosts of identical capacity, weight and GPU models (``models`` sorted)."""
+
+    models: tuple[str, ...]
+    members: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def _group(items: list[tuple[K, str]]) -> list[tuple[K, tuple[str, ...]]]:
+    groups: dict[K, list[str]] = {}
+    for key, item in items:
+        groups.setdefault(key, []).append(item)  # dicts keep first-appearance order
+    return [(key, tuple(members)) for key, members in groups.items()]
+
+
+def workload_classes(instance: Instance) -> tuple[WorkloadClass, ...]:
+    """Classes of the new workloads (see the module docstring for the rule)."""
+    models = sorted(instance.models.values(), key=lambda m: m.name)
+    items: list[tuple[Hashable, str]] = []
+    for w in instance.new:
+        where = []
+        for m in models:
+            p = instance.profile_on(w, m)
+            where.append(None if p is None else p.name)
+        items.append(((tuple(where), w.cpu, w.ram_gb, w.weight, w.migration_weight), w.id))
+    return tuple(WorkloadClass(members) for _, members in _group(items))
+
+
+def _busy(instance: Instance) -> tuple[set[str], set[str]]:
+    gpus = {w.placement.gpu for w in instance.running if w.placement is not None}
+    return gpus, {instance.gpu(g).host for g in gpus}
+
+
+def gpu_classes(instance: Instance) -> tuple[GpuClass, ...]:
+    """Classes of the GPUs without running workloads: same host, same model."""
+    busy, _ = _busy(instance)
+    items = [((g.host, g.model.name), g.id) for g in instance.gpus if g.id not in busy]
+    return tuple(GpuClass(host, model, members) for (host, model), members in _group(items))
+
+
+def host_classes(instance: Instance) -> tuple[HostClass, ...]:
+    """Classes of the hosts without running workloads: same capacities, weight and GPU models."""
+    _, busy = _busy(instance)
+    items: list[tuple[tuple[float | None, float | None, float, tuple[str, ...]], str]] = []
+    for h in instance.hosts:
+        if h.id in busy:
+            continue
+        models = tuple(sorted(instance.gpu(g).model.name for g in h.gpus))
+        items.append(((h.cpu, h.ram_gb, h.weight, models), h.id))
+    return tuple(HostClass(key[3], members) for key, members in _group(items))
