@@ -1,0 +1,67 @@
+"""Solver layer: one Pyomo model, several MIP backends behind one interface.
+
+A formulation builds a Pyomo model; :func:`get_backend` picks a backend (``"highs"`` or
+``"cpsat"``); ``backend.solve(model, SolverOptions(...))`` returns a :class:`SolveResult` and
+loads the solution into the model's variables, ready for the formulation to decode. Each backend
+declares its :class:`Capabilities`. Details of the outcome mapping are in
+:mod:`mipopt.solvers.base`, of each backend in :mod:`mipopt.solvers.highs` and
+:mod:`mipopt.solvers.cpsat`.
+
+Examples
+--------
+>>> import pyomo.environ as pyo
+>>> m = pyo.ConcreteModel()
+>>> m.x = pyo.Var([1, 2], domain=pyo.Binary)
+>>> m.c = pyo.Constraint(expr=m.x[1] + m.x[2] <= 1)
+>>> m.o = pyo.Objective(expr=2 * m.x[1] + 3 * m.x[2], sense=pyo.maximize)
+>>> get_backend("highs").solve(m, SolverOptions(mip_rel_gap=0)).objective
+3.0
+"""
+
+from __future__ import annotations
+
+from mipopt.solvers.base import (
+    Backend,
+    Capabilities,
+    SolveResult,
+    SolverOptions,
+    UnsupportedModelError,
+    relative_gap,
+)
+from mipopt.solvers.cpsat import CpSatBackend
+from mipopt.solvers.highs import HighsBackend
+
+BACKENDS: dict[str, type[HighsBackend] | type[CpSatBackend]] = {"highs": HighsBackend, "cpsat": CpSatBackend}
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name``.
+
+    Parameters
+    ----------
+    name
+        ``"highs"`` or ``"cpsat"``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name; the message lists the known ones.
+    """
+    try:
+        return BACKENDS[name]()
+    except KeyError:
+        raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(BACKENDS)}") from None
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "Capabilities",
+    "CpSatBackend",
+    "HighsBackend",
+    "SolveResult",
+    "SolverOptions",
+    "UnsupportedModelError",
+    "get_backend",
+    "relative_gap",
+]
