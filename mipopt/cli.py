@@ -231,10 +231,23 @@ def _summary(inst: Instance, sol: Solution) -> str:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from mipopt.exact import solve_exact
     from mipopt.policies import first_fit
+    from mipopt.solvers import SolverOptions
 
     inst = _load_instance(args.instance)
-    sol = first_fit(inst)
+    if args.method == "first-fit":
+        sol = first_fit(inst)
+    else:
+        try:
+            options = SolverOptions(
+                time_limit_s=args.time_limit, threads=args.threads, seed=args.seed, mip_rel_gap=args.gap
+            )
+            sol = solve_exact(
+                inst, model=args.model, solver=args.solver, objective=args.objective, options=options
+            )
+        except (InstanceError, ValueError) as err:
+            raise BadInput(str(err)) from None
     if args.out:
         write_json(args.out, solution_to_dict(sol))
     if args.json:
@@ -321,10 +334,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance")
     p.add_argument(
         "--method",
-        choices=["first-fit"],
-        default="first-fit",
-        help="first-fit: hosts and GPUs in order, driver default start (exact models come next)",
+        choices=["exact", "first-fit"],
+        default="exact",
+        help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default start",
     )
+    p.add_argument(
+        "--model", default="grmu", choices=["grmu"], help="formulation (default: grmu, the tight form)"
+    )
+    p.add_argument("--solver", default="highs", choices=["highs", "cpsat"], help="backend (default: highs)")
+    p.add_argument(
+        "--objective",
+        default="lex:acceptance,hardware,migrations",
+        help="lex:NAME[@TOL],... or weighted:W1,W2,W3[,W4] (default: %(default)s)",
+    )
+    p.add_argument("--time-limit", type=float, metavar="S", help="seconds over all stages")
+    p.add_argument("--threads", type=int, metavar="N")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gap", type=float, metavar="REL", help="relative MIP gap (default 0: prove optimality)")
     p.add_argument("--out", metavar="FILE", help="write the solution JSON (atomically)")
     p.add_argument("--json", action="store_true", help="print the solution JSON")
     p.set_defaults(func=cmd_solve)

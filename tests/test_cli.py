@@ -34,14 +34,32 @@ def run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
 def solved(tmp_path: Path, capsys: Capsys) -> Path:
     """First fit's solution of the quickstart, written with ``--out``."""
     path = tmp_path / "quickstart.solution.json"
-    code, out, err = run(capsys, "solve", str(QUICKSTART), "--out", str(path))
+    code, out, err = run(capsys, "solve", str(QUICKSTART), "--method", "first-fit", "--out", str(path))
     assert (code, err) == (0, "")
     assert out.rstrip().endswith(f"wrote {path}")
     return path
 
 
-def test_solve_prints_a_summary(capsys: Capsys) -> None:
+def test_solve_exact_is_the_default_and_proves_optimality(capsys: Capsys) -> None:
     code, out, err = run(capsys, "solve", str(QUICKSTART))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[1] == "method: grmu (tight) / highs, lex:acceptance,hardware,migrations"
+    assert lines[2].startswith("termination: optimal, status: optimal, runtime ")
+    assert OBJECTIVES in lines
+
+
+def test_solve_bad_objective_is_one_line(capsys: Capsys) -> None:
+    code, out, err = run(capsys, "solve", str(QUICKSTART), "--objective", "lex:foo")
+    assert code == 2
+    assert err == (
+        "mipopt: error: --objective: unknown objective 'foo' "
+        "(known: acceptance, hardware, migrations, intra_moves)\n"
+    )
+
+
+def test_solve_prints_a_summary(capsys: Capsys) -> None:
+    code, out, err = run(capsys, "solve", str(QUICKSTART), "--method", "first-fit")
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == "instance 'quickstart': 2 hosts, 3 GPUs, 8 workloads"

@@ -1,0 +1,106 @@
+"""The tight GRMU model on both backends: proven optima that the verifier accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from factories import instances
+from hypothesis import HealthCheck, given, settings
+
+from mipopt.errors import InstanceError
+from mipopt.exact import parse_objective, solve_exact
+from mipopt.instance import Status, Termination
+from mipopt.io import load_instance
+from mipopt.policies import first_fit
+from mipopt.verify import verify
+
+INSTANCES = Path(__file__).resolve().parents[1] / "instances"
+FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
+
+# Lexicographic optima (acceptance, hardware, migrations), checked by hand:
+# grmu_fig2b: moving the two 1g instances inside g0 is free (Eq. 5), which frees 0-3 for
+#   the 4g.20gb and leaves 4-7 for the 3g.20gb: 4 of 5 accepted, one host + one GPU.
+# fbk_fig3: all 8 fit on two GPUs (g2 and g3 take g1's three instances); two inter-GPU
+#   moves at 2 each, hardware = host + 2 GPUs.
+OPTIMA = {
+    "grmu_fig2b": (4, 2, 0),
+    "fbk_fig3": (8, 3, 4),
+    "quickstart": (8, 6, 0),
+    "default_order": (7, 2, 0),
+}
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_committed_instances_solve_to_verified_optimum(path: Path, solver: str) -> None:
+    inst = load_instance(path)
+    sol = solve_exact(inst, solver=solver)
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert (sol.termination, sol.status) == (Termination.OPTIMAL, Status.OPTIMAL)
+    ff = verify(inst, first_fit(inst)).objectives
+    assert sol.objectives is not None
+    assert sol.objectives.acceptance >= ff.acceptance  # lexicographic: acceptance first
+    if path.stem in OPTIMA:
+        o = sol.objectives
+        assert (o.acceptance, o.hardware, o.migrations) == OPTIMA[path.stem]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_backends_agree_and_running_workloads_stay(inst) -> None:
+    a = solve_exact(inst, solver="highs")
+    b = solve_exact(inst, solver="cpsat")
+    for sol in (a, b):
+        report = verify(inst, sol)
+        assert report.valid, report.violations
+        placed = {p.workload: (p.gpu, p.start) for p in sol.placements}
+        for w in inst.running:
+            assert w.id in placed
+            if w.pinned:
+                assert placed[w.id] == (w.placement.gpu, w.placement.start)
+    assert a.objectives == b.objectives
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_later_stages_keep_earlier_optima(inst) -> None:
+    first = solve_exact(inst, objective="lex:acceptance")
+    full = solve_exact(inst, objective="lex:acceptance,hardware,migrations")
+    assert full.objectives.acceptance == pytest.approx(first.objectives.acceptance)
+    hw_first = solve_exact(inst, objective="lex:hardware,acceptance")
+    assert hw_first.objectives.hardware <= full.objectives.hardware + 1e-9
+
+
+def test_weighted_prefers_saving_hardware_when_it_pays() -> None:
+    inst = load_instance(INSTANCES / "fbk_fig3.json")
+    # migrations priced above the GPU they save: keep everything where it is (4 GPUs' worth)
+    stay = solve_exact(inst, objective="weighted:1,0.1,1")
+    assert stay.objectives.migrations == 0 and stay.objectives.hardware == 4
+    move = solve_exact(inst, objective="weighted:1,1,0.1")
+    assert move.objectives.hardware == 3 and move.objectives.migrations == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "lex:foo",
+            "--objective: unknown objective 'foo' (known: acceptance, hardware, migrations, intra_moves)",
+        ),
+        ("lex:acceptance,acceptance", "--objective: 'acceptance' appears twice"),
+        ("lex:acceptance@2", "--objective: tolerance of acceptance must be in [0, 1), got 2"),
+        ("weighted:1,x", "--objective: weights must be numbers, got '1,x'"),
+        ("max:acceptance", "--objective: must start with lex: or weighted:, got 'max:acceptance'"),
+    ],
+)
+def test_bad_objective_specs(text: str, message: str) -> None:
+    with pytest.raises(InstanceError) as info:
+        parse_objective(text)
+    assert str(info.value) == message
+
+
+def test_objective_spec_round_trips() -> None:
+    assert str(parse_objective("lex:acceptance@0.05,hardware")) == "lex:acceptance@0.05,hardware"
+    assert str(parse_objective("weighted:1,0.1,0.01")) == "weighted:1,0.1,0.01"
