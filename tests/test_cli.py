@@ -50,7 +50,7 @@ def test_solve_exact_is_the_default_and_proves_optimality(capsys: Capsys) -> Non
 
 
 def test_solve_bad_objective_is_one_line(capsys: Capsys) -> None:
-    code, out, err = run(capsys, "solve", str(QUICKSTART), "--objective", "lex:foo")
+    code, _out, err = run(capsys, "solve", str(QUICKSTART), "--objective", "lex:foo")
     assert code == 2
     assert err == (
         "mipopt: error: --objective: unknown objective 'foo' "
