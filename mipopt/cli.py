@@ -166,7 +166,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     inst = _load_instance(args.instance)
     if args.solution:
         sol = _load_solution(args.solution)
-        placed = {a.workload: (a.gpu, a.start) for a in sol.placements}
+        placed = sol.placed()
         unknown = [w for w, (g, _) in placed.items() if not inst.has_workload(w) or not inst.has_gpu(g)]
         if unknown:
             raise BadInput(
@@ -175,7 +175,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             )
         title = f"{inst.name}: {sol.method}"
     else:
-        placed = render.current_placement(inst)
+        placed = inst.current_placement()
         title = f"{inst.name}: current placement"
     try:
         print(render.text(inst, placed))
@@ -226,7 +226,7 @@ def _summary(inst: Instance, sol: Solution) -> str:
             f"compute utilization {m['compute_utilization']:.0%}"
         )
     lines.append("")
-    lines.append(render.text(inst, {a.workload: (a.gpu, a.start) for a in sol.placements}))
+    lines.append(render.text(inst, sol.placed()))
     return "\n".join(lines)
 
 

@@ -131,7 +131,7 @@ def solve_exact(
     built = build_grmu(instance)
     m = built.model
     start = first_fit(instance) if warm_start and backend.capabilities.supports_warm_start else None
-    incumbent = {a.workload: (a.gpu, a.start) for a in start.placements} if start else None
+    incumbent = start.placed() if start else None
 
     if spec.mode == "weighted":
         signed = [

@@ -23,11 +23,6 @@ def _occupants(
     return rows
 
 
-def current_placement(instance: Instance) -> dict[str, tuple[str, int]]:
-    """The running workloads' placement, workload id -> (GPU id, start)."""
-    return {w.id: (w.placement.gpu, w.placement.start) for w in instance.running if w.placement}
-
-
 def text(instance: Instance, placed: dict[str, tuple[str, int]]) -> str:
     """Each GPU as a row of slots with its instances, CC and FBK fragmentation."""
     rows = _occupants(instance, placed)

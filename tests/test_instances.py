@@ -14,7 +14,6 @@ import pytest
 from mipopt.geometry import reference as geo
 from mipopt.io import load_instance, load_solution
 from mipopt.policies import first_fit
-from mipopt.render import current_placement
 from mipopt.verify import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
@@ -40,7 +39,7 @@ def test_instance_loads_with_its_file_name(path: Path) -> None:
 @pytest.mark.parametrize("path", [p for p in FILES if "gpus" in expected(p)], ids=lambda p: p.stem)
 def test_expected_gpu_geometry(path: Path) -> None:
     inst = load_instance(path)
-    placed = current_placement(inst)
+    placed = inst.current_placement()
     for gpu_id, want in expected(path)["gpus"].items():
         model = inst.gpu(gpu_id).model
         mask = 0

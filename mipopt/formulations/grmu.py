@@ -82,11 +82,7 @@ def build_grmu(instance: Instance) -> GrmuModel:
     and ``intra_moves`` are built but no objective is active.
     """
     cands = candidates(instance)
-    fixed = {
-        wid: (w.placement.gpu, w.placement.start)
-        for wid in cands.fixed
-        if (w := instance.workload(wid)).placement is not None
-    }
+    fixed = {wid: at for wid, at in instance.current_placement().items() if wid in cands.fixed}
     m = pyo.ConcreteModel(name=f"grmu[{instance.name}]")
     choices: list[tuple[str, str, int]] = []
     profile_of: list[tuple[int, int]] = []  # (profile index, memory slots) per choice
@@ -152,6 +148,10 @@ def build_grmu(instance: Instance) -> GrmuModel:
     # Eqs. 6-7: host cpu and ram, net of the fixed workloads
     m.eq6_cpu = pyo.ConstraintList()
     m.eq7_ram = pyo.ConstraintList()
+    held_by_host: dict[tuple[str, str], float] = defaultdict(float)
+    for wid, (gpu_id, _) in fixed.items():
+        for attr in ("cpu", "ram_gb"):
+            held_by_host[instance.gpu(gpu_id).host, attr] += getattr(instance.workload(wid), attr)
     for h in instance.hosts:
         ks = by_host.get(h.id, [])
         for cap, attr, cons in ((h.cpu, "cpu", m.eq6_cpu), (h.ram_gb, "ram_gb", m.eq7_ram)):
@@ -159,9 +159,7 @@ def build_grmu(instance: Instance) -> GrmuModel:
                 continue
             need = [(k, getattr(instance.workload(choices[k][0]), attr)) for k in ks]
             need = [(k, a) for k, a in need if a > 0]
-            held = sum(
-                getattr(instance.workload(w), attr) for w in fixed if instance.gpu(fixed[w][0]).host == h.id
-            )
+            held = held_by_host[h.id, attr]
             if need and sum(a for _, a in need) > cap - held:
                 cons.add(sum(a * m.X[k] for k, a in need) <= cap - held)
 

@@ -132,6 +132,10 @@ class Instance:
     def running(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.running)
 
+    def current_placement(self) -> dict[str, tuple[str, int]]:
+        """Where the running workloads are now: workload id -> (GPU id, start)."""
+        return {w.id: (w.placement.gpu, w.placement.start) for w in self.workloads if w.placement}
+
     @property
     def new(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if not w.running)
@@ -333,6 +337,10 @@ class Solution:
     gap: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     message: str = ""
+
+    def placed(self) -> dict[str, tuple[str, int]]:
+        """Workload id -> (GPU id, start) of every placement (the last, when a workload is repeated)."""
+        return {a.workload: (a.gpu, a.start) for a in self.placements}
 
     def placement_of(self) -> dict[str, Assignment]:
         """Assignments by workload id (the first, when a workload is repeated)."""
