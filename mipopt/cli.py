@@ -339,7 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default start",
     )
     p.add_argument(
-        "--model", default="grmu", choices=["grmu"], help="formulation (default: grmu, the tight form)"
+        "--model",
+        default="grmu",
+        choices=["grmu", "grmu-paper"],
+        help="formulation: grmu, the tight form (default), or grmu-paper, Eqs. 3-26 as printed",
     )
     p.add_argument("--solver", default="highs", choices=["highs", "cpsat"], help="backend (default: highs)")
     p.add_argument(

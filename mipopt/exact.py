@@ -16,20 +16,19 @@ unless the caller sets one.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pyomo.environ as pyo
 from pyomo.core.expr.visitor import identify_variables
 
 from mipopt.errors import InstanceError
-from mipopt.formulations import build_grmu
-from mipopt.formulations.grmu import OBJECTIVES, SENSE
+from mipopt.formulations import MODELS, OBJECTIVES, SENSE, build
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.policies import first_fit
 from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verify import solution_for
 
-MODELS = ("grmu",)
 DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
 
 
@@ -104,6 +103,7 @@ def solve_exact(
     objective: str | ObjectiveSpec = DEFAULT_OBJECTIVE,
     options: SolverOptions | None = None,
     warm_start: bool = True,
+    bounds: Sequence[tuple[str, str, float]] = (),
 ) -> Solution:
     """Solve ``instance`` exactly and return the solution with the verifier's objectives.
 
@@ -119,6 +119,9 @@ def solve_exact(
         Time limit (over all stages), threads, seed, gap; the gap defaults to 0 (proof).
     warm_start
         Seed the backend with first fit where it accepts a starting solution.
+    bounds
+        Epsilon constraints ``(objective, "<=" or ">=", value)`` added before the
+        first stage, e.g. ``("hardware", "<=", 5)``.
     """
     if model not in MODELS:
         raise InstanceError("--model", f"unknown model {model!r} (known: {', '.join(MODELS)})")
@@ -128,7 +131,10 @@ def solve_exact(
         options = replace(options, mip_rel_gap=0.0)
     backend = get_backend(solver)
     t0 = time.perf_counter()
-    built = build_grmu(instance)
+    built = build(model, instance)
+    missing = [n for n in spec.names if n not in built.objectives]
+    if missing:
+        raise InstanceError("--objective", f"model {model} has no objective {missing[0]!r}")
     m = built.model
     start = first_fit(instance) if warm_start and backend.capabilities.supports_warm_start else None
     incumbent = start.placed() if start else None
@@ -150,12 +156,32 @@ def solve_exact(
             (n, built.expression(n), SENSE[n], tol) for n, tol in zip(spec.names, spec.values, strict=True)
         ]
 
+    m.epsilon = pyo.ConstraintList()
+    for name, op, value in bounds:
+        if name not in built.objectives or op not in ("<=", ">="):
+            raise InstanceError(
+                "--bound", f"expected OBJECTIVE<=VALUE or OBJECTIVE>=VALUE, got {name}{op}{value:g}"
+            )
+        expr = built.expression(name)
+        if _is_constant(expr):  # pyomo refuses trivial constraints; a violated one makes the run infeasible
+            if not (pyo.value(expr) <= value if op == "<=" else pyo.value(expr) >= value):
+                return _no_solution(
+                    instance,
+                    model,
+                    solver,
+                    spec,
+                    Termination.INFEASIBLE,
+                    t0,
+                    f"{name} is {pyo.value(expr):g}, cannot be {op} {value:g}",
+                )
+            continue
+        m.epsilon.add(expr <= value if op == "<=" else expr >= value)
     notes: list[str] = []
     termination, status = Termination.OPTIMAL, Status.OPTIMAL
     bound = gap = None
     m.lex_keep = pyo.ConstraintList()
     for i, (name, expr, sense, tol) in enumerate(stages):
-        if not any(True for _ in identify_variables(expr)):  # nothing to decide (e.g. no running workloads)
+        if _is_constant(expr):  # nothing to decide (e.g. no running workloads)
             notes.append(f"{name} {float(pyo.value(expr)):g} (constant)")
             continue
         m.del_component("stage_objective")
@@ -170,16 +196,7 @@ def solve_exact(
         result = backend.solve(m, stage_options)
         if result.status is Status.NONE:
             notes.append(f"{name}: {result.termination.value} {result.message}".strip())
-            return Solution(
-                instance=instance.name,
-                method=_method(model, solver, spec),
-                termination=result.termination,
-                status=Status.NONE,
-                placements=(),
-                rejected=(),
-                runtime_s=time.perf_counter() - t0,
-                message="; ".join(notes),
-            )
+            return _no_solution(instance, model, solver, spec, result.termination, t0, "; ".join(notes))
         value = float(pyo.value(expr))
         notes.append(f"{name} {value:g} ({result.termination.value})")
         bound, gap = result.bound, result.gap
@@ -203,5 +220,31 @@ def solve_exact(
     )
 
 
+def _is_constant(expr: pyo.Expression) -> bool:
+    return not any(True for _ in identify_variables(expr))
+
+
+def _no_solution(
+    instance: Instance,
+    model: str,
+    solver: str,
+    spec: ObjectiveSpec,
+    termination: Termination,
+    t0: float,
+    message: str,
+) -> Solution:
+    """A run that found no placement; every new workload is listed as rejected."""
+    return Solution(
+        instance=instance.name,
+        method=_method(model, solver, spec),
+        termination=termination,
+        status=Status.NONE,
+        placements=(),
+        rejected=tuple(w.id for w in instance.workloads if not w.running),
+        runtime_s=time.perf_counter() - t0,
+        message=message,
+    )
+
+
 def _method(model: str, solver: str, spec: ObjectiveSpec) -> str:
-    return f"{model} (tight) / {solver}, {spec}"
+    return f"{model} / {solver}, {spec}"

@@ -44,7 +44,7 @@ def test_solve_exact_is_the_default_and_proves_optimality(capsys: Capsys) -> Non
     code, out, err = run(capsys, "solve", str(QUICKSTART))
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[1] == "method: grmu (tight) / highs, lex:acceptance,hardware,migrations"
+    assert lines[1] == "method: grmu / highs, lex:acceptance,hardware,migrations"
     assert lines[2].startswith("termination: optimal, status: optimal, runtime ")
     assert OBJECTIVES in lines
 

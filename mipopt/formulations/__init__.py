@@ -3,9 +3,60 @@
 A formulation knows nothing of the backend that solves it (:mod:`mipopt.solvers`).
 It exposes the objectives as named Pyomo expressions so that a driver
 (:mod:`mipopt.exact`) can optimize them lexicographically, as a weighted sum, or
-under epsilon constraints.
+under epsilon constraints. Every formulation satisfies :class:`Formulation`.
 """
 
-from mipopt.formulations.grmu import GrmuModel, build_grmu
+from __future__ import annotations
 
-__all__ = ["GrmuModel", "build_grmu"]
+from collections.abc import Callable
+from typing import Protocol
+
+import pyomo.environ as pyo
+
+from mipopt.errors import InstanceError
+from mipopt.formulations.grmu import OBJECTIVES, SENSE, GrmuModel, build_grmu
+from mipopt.instance import Instance
+
+
+class Formulation(Protocol):
+    """What :mod:`mipopt.exact` needs from a built model."""
+
+    instance: Instance
+    model: pyo.ConcreteModel
+    stats: dict[str, int]
+    objectives: tuple[str, ...]
+
+    def expression(self, name: str) -> pyo.Expression: ...
+
+    def decode(self) -> dict[str, tuple[str, int]]: ...
+
+    def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]: ...
+
+
+def _build_grmu_paper(instance: Instance) -> Formulation:
+    from mipopt.formulations.grmu_paper import build_grmu_paper
+
+    return build_grmu_paper(instance)
+
+
+#: Formulation name (``--model``) -> (builder, one-line description).
+MODELS: dict[str, tuple[Callable[[Instance], Formulation], str]] = {
+    "grmu": (build_grmu, "tight GRMU model over candidate placements"),
+    "grmu-paper": (_build_grmu_paper, "GRMU ILP as printed (Eqs. 3-26)"),
+}
+
+
+def build(name: str, instance: Instance) -> Formulation:
+    """Build formulation ``name`` of ``instance``.
+
+    Raises
+    ------
+    InstanceError
+        Naming ``--model`` when the name is unknown.
+    """
+    if name not in MODELS:
+        raise InstanceError("--model", f"unknown model {name!r} (known: {', '.join(MODELS)})")
+    return MODELS[name][0](instance)
+
+
+__all__ = ["MODELS", "OBJECTIVES", "SENSE", "Formulation", "GrmuModel", "build", "build_grmu"]

@@ -47,6 +47,7 @@ class GrmuModel:
     choices: list[tuple[str, str, int]]
     fixed: dict[str, tuple[str, int]]
     stats: dict[str, int] = field(default_factory=dict)
+    objectives: tuple[str, ...] = OBJECTIVES
 
     def expression(self, name: str) -> pyo.Expression:
         return self.model.obj_expr[name]
