@@ -1,23 +1,34 @@
-"""GRMU's placement problem, tight form (``--model grmu``), over candidate placements.
+"""GRMU's placement problem, tight form (``--model grmu``), over candidate placements of classes.
 
-The decision problem and the three objectives of GRMU (Eqs. 3-5) written over
-the candidate placements of :mod:`mipopt.preprocess`: one binary per
-(movable workload, GPU, legal start). See ``models/grmu.md``, equation by equation.
+The decision problem and the objectives of GRMU (Eqs. 3-5) written over the
+candidate placements of :mod:`mipopt.preprocess`. See ``models/grmu.md``,
+equation by equation, beside the paper form.
 
 Why it is tight: overlap is forbidden per memory slot (a clique of the placements
 covering that slot) and the same inequality links the slot to the GPU's active
 indicator, so the LP relaxation already knows that an active GPU has 8 slots.
+
+Why it stays small: workloads that are interchangeable share variables. Every
+movable workload has a *shape* (its profile per GPU model, cpu and ram:
+:func:`~mipopt.preprocess.placement_key`); ``X[k]`` says that an instance of a
+shape sits at one (GPU, start). New workloads of a shape and weight are counted
+(``A``), not named. A running workload keeps its own ``S`` binaries for the
+starts of its own GPU (no migration); if it leaves its GPU it joins the pool of
+its shape, and ``Z`` counts the leavers of a host that land on that same host
+(Eq. 5 charges them 2 delta instead of 4). The number of variables grows with
+GPUs x shapes x starts plus running workloads x starts, not with new workloads.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pyomo.environ as pyo
 
-from mipopt.instance import Instance
-from mipopt.preprocess import candidates, gpu_classes
+from mipopt.instance import Instance, Workload
+from mipopt.preprocess import fixed_ids, gpu_classes, open_placements, placement_key
 
 OBJECTIVES = ("acceptance", "hardware", "migrations", "intra_moves")
 SENSE = {
@@ -29,6 +40,18 @@ SENSE = {
 
 
 @dataclass
+class _Shape:
+    """Movable workloads with one placement key: where they may go and what they take of a host."""
+
+    example: Workload
+    new: dict[float, list[str]] = field(default_factory=dict)  # weight -> new workload ids
+    running: list[str] = field(default_factory=list)
+
+    def members(self) -> list[str]:
+        return [*self.running, *(w for ws in self.new.values() for w in ws)]
+
+
+@dataclass
 class GrmuModel:
     """A built model and what is needed to read a placement back out of it.
 
@@ -36,15 +59,22 @@ class GrmuModel:
     ----------
     model
         The Pyomo model; its objective expressions are ``model.obj_expr[name]``.
-    choices
-        Candidate k of variable ``model.X[k]``: (workload id, GPU id, start).
+    pool
+        Slot k of variable ``model.X[k]``: (shape index, GPU id, start).
+    stays
+        Choice k of variable ``model.S[k]``: (running workload id, start on its own GPU).
+    accept
+        Class k of variable ``model.A[k]``: the new workload ids of one shape and weight.
     fixed
         Placement of the workloads held in place: id -> (GPU id, start).
     """
 
     instance: Instance
     model: pyo.ConcreteModel
-    choices: list[tuple[str, str, int]]
+    shapes: list[_Shape]
+    pool: list[tuple[int, str, int]]
+    stays: list[tuple[str, int]]
+    accept: list[tuple[int, tuple[str, ...]]]
     fixed: dict[str, tuple[str, int]]
     stats: dict[str, int] = field(default_factory=dict)
     objectives: tuple[str, ...] = OBJECTIVES
@@ -53,146 +83,289 @@ class GrmuModel:
         return self.model.obj_expr[name]
 
     def decode(self) -> dict[str, tuple[str, int]]:
-        """The placement in the model's current variable values: workload -> (GPU, start)."""
+        """The placement in the model's current variable values: workload -> (GPU, start).
+
+        Slots of a shape go first to its leavers, each preferring its own GPU (a
+        start change, no migration), then its own host, then any; what is left
+        goes to the accepted new workloads, class by class in instance order.
+        """
+        m = self.model
         placed = dict(self.fixed)
-        for k, (wid, gpu, start) in enumerate(self.choices):
-            value = self.model.X[k].value
-            if value is not None and value > 0.5:
-                placed[wid] = (gpu, start)
+        stayed: set[str] = set()
+        for k, (wid, start) in enumerate(self.stays):
+            if _on(m.S[k]):
+                placed[wid] = (self._home(wid), start)
+                stayed.add(wid)
+        slots: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        for k, (c, gpu, start) in enumerate(self.pool):
+            if _on(m.X[k]):
+                slots[c].append((gpu, start))
+        for c, shape in enumerate(self.shapes):
+            free = slots.get(c, [])
+            leavers = sorted(
+                (self.instance.workload(w) for w in shape.running if w not in stayed),
+                key=lambda w: -w.migration_weight,
+            )
+            for near in (self._same_gpu, self._same_host, lambda _w, _at: True):
+                for w in leavers:
+                    if w.id in placed:
+                        continue
+                    at = next((at for at in free if near(w, at)), None)
+                    if at is not None:
+                        placed[w.id] = at
+                        free.remove(at)
+            for k, (cc, members) in enumerate(self.accept):
+                if cc != c:
+                    continue
+                for wid in members[: round(pyo.value(m.A[k]) or 0)]:
+                    if free:
+                        placed[wid] = free.pop(0)
         return placed
+
+    def _same_gpu(self, w: Workload, at: tuple[str, int]) -> bool:
+        return w.placement is not None and w.placement.gpu == at[0]
+
+    def _same_host(self, w: Workload, at: tuple[str, int]) -> bool:
+        inst = self.instance
+        return w.placement is not None and inst.gpu(w.placement.gpu).host == inst.gpu(at[0]).host
 
     def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
         """Variable values (by name) that encode ``placed``, for a backend's warm start."""
+        inst, m = self.instance, self.model
         values: dict[str, float] = {}
-        for k, (wid, gpu, start) in enumerate(self.choices):
-            values[self.model.X[k].name] = 1.0 if placed.get(wid) == (gpu, start) else 0.0
-        used = {g for g, _ in placed.values()}
-        for g in self.instance.gpus:
-            values[self.model.U[g.id].name] = 1.0 if g.id in used else 0.0
-        hosts = {self.instance.gpu(g).host for g in used}
-        for h in self.instance.hosts:
-            values[self.model.PHI[h.id].name] = 1.0 if h.id in hosts else 0.0
+        shape_of = {w: c for c, shape in enumerate(self.shapes) for w in shape.members()}
+        taken = {
+            (shape_of[w], g, s) for w, (g, s) in placed.items() if w in shape_of and not self._stays(w, g)
+        }
+        for k, key in enumerate(self.pool):
+            values[m.X[k].name] = 1.0 if key in taken else 0.0
+        for k, (wid, start) in enumerate(self.stays):
+            values[m.S[k].name] = 1.0 if placed.get(wid) == (self._home(wid), start) else 0.0
+        for k, (_, members) in enumerate(self.accept):
+            values[m.A[k].name] = float(sum(1 for w in members if w in placed))
+        landed: dict[tuple[int, str], int] = defaultdict(int)  # (shape, host) -> pool slots used there
+        for c, gpu_id, _ in taken:
+            landed[c, inst.gpu(gpu_id).host] += 1
+        for key in m.Z:
+            c, delta, host = key
+            movers = sum(
+                1
+                for w in self.shapes[c].running
+                if inst.workload(w).migration_weight == delta
+                and inst.gpu(self._home(w)).host == host
+                and w in placed
+                and not self._stays(w, placed[w][0])
+                and inst.gpu(placed[w][0]).host == host
+            )
+            use = min(movers, landed[c, host])
+            landed[c, host] -= use
+            values[m.Z[key].name] = float(use)
+        used = {gpu_id for gpu_id, _ in placed.values()}
+        for g in inst.gpus:
+            values[m.U[g.id].name] = 1.0 if g.id in used else 0.0
+        hosts = {inst.gpu(gpu_id).host for gpu_id in used}
+        for h in inst.hosts:
+            values[m.PHI[h.id].name] = 1.0 if h.id in hosts else 0.0
         return values
 
+    def _home(self, wid: str) -> str:
+        placement = self.instance.workload(wid).placement
+        assert placement is not None
+        return placement.gpu
 
-def build_grmu(instance: Instance) -> GrmuModel:
-    """Build the tight GRMU model of ``instance``; pinned workloads are held in place.
+    def _stays(self, wid: str, gpu: str) -> bool:
+        placement = self.instance.workload(wid).placement
+        return placement is not None and wid not in self.fixed and placement.gpu == gpu
 
-    Running workloads stay placed (constraint ``eq8_running_kept``), new ones may be
-    rejected; the objective expressions ``acceptance``, ``hardware``, ``migrations``
-    and ``intra_moves`` are built but no objective is active.
+
+def _on(var: pyo.Var) -> bool:
+    return var.value is not None and var.value > 0.5
+
+
+def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuModel:
+    """Build the tight GRMU model of ``instance``.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    fixed
+        Running workloads held in place; None for the pinned ones.
+
+    Running workloads stay placed, new ones may be rejected; the objective
+    expressions ``acceptance``, ``hardware``, ``migrations`` and ``intra_moves``
+    are built but no objective is active.
     """
-    cands = candidates(instance)
-    fixed = {wid: at for wid, at in instance.current_placement().items() if wid in cands.fixed}
+    ids = fixed_ids(instance, fixed)
+    fixed_at = {wid: at for wid, at in instance.current_placement().items() if wid in ids}
+    gpus = open_placements(instance, ids)
     m = pyo.ConcreteModel(name=f"grmu[{instance.name}]")
-    choices: list[tuple[str, str, int]] = []
-    profile_of: list[tuple[int, int]] = []  # (profile index, memory slots) per choice
+
+    # shapes of the movable workloads, in order of first appearance
+    shapes: list[_Shape] = []
+    index: dict[object, int] = {}
     for w in instance.workloads:
-        for c in cands.workloads.get(w.id, ()):
-            choices.append((w.id, c.gpu, c.start))
-            model = instance.gpu(c.gpu).model
-            profile_of.append((c.profile_index, model.profiles[c.profile_index].memory_slots))
-    m.K = pyo.RangeSet(0, len(choices) - 1) if choices else pyo.Set(initialize=[])
-    m.X = pyo.Var(m.K, domain=pyo.Binary)
+        if w.id in ids:
+            continue
+        c = index.setdefault(placement_key(instance, w), len(shapes))
+        if c == len(shapes):
+            shapes.append(_Shape(w))
+        if w.running:
+            shapes[c].running.append(w.id)
+        else:
+            shapes[c].new.setdefault(w.weight, []).append(w.id)
+
+    # X: pool slots (shape, GPU, start); S: a running workload at a start of its own GPU
+    pool: list[tuple[int, str, int]] = []
+    pool_size: list[int] = []
+    pool_profile: list[int] = []
+    for g in gpus:
+        for c, shape in enumerate(shapes):
+            profile = instance.profile_on(shape.example, g.model)
+            if profile is None:
+                continue
+            p = g.model.profiles.index(profile)
+            for s in g.starts(p):
+                pool.append((c, g.gpu, s))
+                pool_size.append(profile.memory_slots)
+                pool_profile.append(p)
+    open_by_gpu = {g.gpu: g for g in gpus}
+    stays: list[tuple[str, int]] = []
+    stay_profile: list[int] = []
+    for shape in shapes:
+        for wid in shape.running:
+            w = instance.workload(wid)
+            assert w.placement is not None
+            home = open_by_gpu[w.placement.gpu]
+            at = home.model.index(w.profile)
+            assert at is not None
+            stays.extend((wid, s) for s in home.starts(at))
+            stay_profile.extend(at for _ in home.starts(at))
+    accept = [(c, tuple(ws)) for c, shape in enumerate(shapes) for ws in shape.new.values()]
+
+    m.X = pyo.Var(range(len(pool)), domain=pyo.Binary)
+    m.S = pyo.Var(range(len(stays)), domain=pyo.Binary)
+    m.A = pyo.Var(
+        range(len(accept)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, len(accept[k][1]))
+    )
     m.U = pyo.Var([g.id for g in instance.gpus], domain=pyo.Binary)
     m.PHI = pyo.Var([h.id for h in instance.hosts], domain=pyo.Binary)
 
-    by_workload: dict[str, list[int]] = defaultdict(list)
-    by_gpu_slot: dict[tuple[str, int], list[int]] = defaultdict(list)
-    by_gpu_profile: dict[tuple[str, int], list[int]] = defaultdict(list)
-    by_gpu_media: dict[str, list[int]] = defaultdict(list)
-    by_host: dict[str, list[int]] = defaultdict(list)
-    for k, (wid, gpu_id, start) in enumerate(choices):
-        p, size = profile_of[k]
-        gpu = instance.gpu(gpu_id)
-        by_workload[wid].append(k)
-        for s in range(start, start + size):
-            by_gpu_slot[gpu_id, s].append(k)
-        by_gpu_profile[gpu_id, p].append(k)
-        if gpu.model.profiles[p].media_extension:
-            by_gpu_media[gpu_id].append(k)
-        by_host[gpu.host].append(k)
+    # every placement term on a GPU: (variable, shape's workload, profile index, start)
+    on_gpu: dict[str, list[tuple[pyo.Var, Workload, int, int]]] = defaultdict(list)
+    for k, (c, gpu_id, s) in enumerate(pool):
+        on_gpu[gpu_id].append((m.X[k], shapes[c].example, pool_profile[k], s))
+    stays_of: dict[str, list[int]] = defaultdict(list)
+    for k, (wid, s) in enumerate(stays):
+        w = instance.workload(wid)
+        on_gpu[w.placement.gpu].append((m.S[k], w, stay_profile[k], s))  # type: ignore[union-attr]
+        stays_of[wid].append(k)
+    gone = {wid: 1 - sum(m.S[k] for k in stays_of[wid]) for shape in shapes for wid in shape.running}
 
-    # Eqs. 8-11: each workload at most one place; running movable ones exactly one
-    m.eq8_running_kept = pyo.ConstraintList()
-    m.eq8_at_most_once = pyo.ConstraintList()
-    for w in instance.workloads:
-        if w.id in fixed:
-            continue
-        ks = by_workload.get(w.id, [])
-        if w.running:
-            m.eq8_running_kept.add(sum(m.X[k] for k in ks) == 1)
-        elif len(ks) > 1:
-            m.eq8_at_most_once.add(sum(m.X[k] for k in ks) <= 1)
-
-    # Eqs. 12-16 and 20 replaced: one instance per memory slot, only on an active GPU
-    m.slot_clique = pyo.ConstraintList()
-    for (gpu_id, _s), ks in by_gpu_slot.items():
-        m.slot_clique.add(sum(m.X[k] for k in ks) <= m.U[gpu_id])
-    state = {g.gpu: g.fixed for g in cands.gpus}
-    for g in instance.gpus:
-        if state[g.id].workloads:
-            m.U[g.id].fix(1)
-
-    # one media-engine set per GPU; per-profile maxima where the slots alone do not enforce them
-    m.media_once = pyo.ConstraintList()
-    for ks in by_gpu_media.values():
+    # Eqs. 8-11, per shape: the pool's slots are the accepted new workloads plus the leavers
+    m.eq8_pool = pyo.ConstraintList()
+    slots_of: dict[int, list[int]] = defaultdict(list)
+    for k, (c, _, _) in enumerate(pool):
+        slots_of[c].append(k)
+    for c, shape in enumerate(shapes):
+        supply = sum(m.A[k] for k, (cc, _) in enumerate(accept) if cc == c) + sum(
+            gone[w] for w in shape.running
+        )
+        m.eq8_pool.add(sum(m.X[k] for k in slots_of[c]) == supply)
+    m.eq8_stay_once = pyo.ConstraintList()
+    for ks in stays_of.values():
         if len(ks) > 1:
-            m.media_once.add(sum(m.X[k] for k in ks) <= 1)
+            m.eq8_stay_once.add(sum(m.S[k] for k in ks) <= 1)
+
+    # Eqs. 12-16 and 20 replaced: one instance per memory slot, only on an active GPU;
+    # one media-engine set per GPU; per-profile maxima where the slots alone do not enforce them
+    m.slot_clique = pyo.ConstraintList()
+    m.media_once = pyo.ConstraintList()
     m.profile_max = pyo.ConstraintList()
-    for (gpu_id, p), ks in by_gpu_profile.items():
-        model = instance.gpu(gpu_id).model
-        room = model.profiles[p].max_instances - state[gpu_id].counts[p]
-        if room < len({choices[k][2] for k in ks}):
-            m.profile_max.add(sum(m.X[k] for k in ks) <= room)
+    for g in gpus:
+        terms = on_gpu.get(g.gpu, [])
+        if g.fixed.workloads:
+            m.U[g.gpu].fix(1)
+        for slot in range(g.model.slots):
+            covering = [v for v, _, p, s in terms if s <= slot < s + g.model.profiles[p].memory_slots]
+            if covering:
+                m.slot_clique.add(sum(covering) <= m.U[g.gpu])
+        media = [v for v, _, p, _ in terms if g.model.profiles[p].media_extension]
+        if len(media) > 1:
+            m.media_once.add(sum(media) <= 1)
+        by_profile: dict[int, list[tuple[pyo.Var, int]]] = defaultdict(list)
+        for v, _, p, s in terms:
+            by_profile[p].append((v, s))
+        for p, vs in by_profile.items():
+            room = g.model.profiles[p].max_instances - g.fixed.counts[p]
+            if room < len({s for _, s in vs}):
+                m.profile_max.add(sum(v for v, _ in vs) <= room)
 
     # Eqs. 6-7: host cpu and ram, net of the fixed workloads
     m.eq6_cpu = pyo.ConstraintList()
     m.eq7_ram = pyo.ConstraintList()
-    held_by_host: dict[tuple[str, str], float] = defaultdict(float)
-    for wid, (gpu_id, _) in fixed.items():
+    held: dict[tuple[str, str], float] = defaultdict(float)
+    for wid, (gpu_id, _) in fixed_at.items():
         for attr in ("cpu", "ram_gb"):
-            held_by_host[instance.gpu(gpu_id).host, attr] += getattr(instance.workload(wid), attr)
+            held[instance.gpu(gpu_id).host, attr] += getattr(instance.workload(wid), attr)
     for h in instance.hosts:
-        ks = by_host.get(h.id, [])
+        on_host = [(v, w) for gpu_id in h.gpus for v, w, _, _ in on_gpu.get(gpu_id, [])]
         for cap, attr, cons in ((h.cpu, "cpu", m.eq6_cpu), (h.ram_gb, "ram_gb", m.eq7_ram)):
             if cap is None:
                 continue
-            need = [(k, getattr(instance.workload(choices[k][0]), attr)) for k in ks]
-            need = [(k, a) for k, a in need if a > 0]
-            held = held_by_host[h.id, attr]
-            if need and sum(a for _, a in need) > cap - held:
-                cons.add(sum(a * m.X[k] for k, a in need) <= cap - held)
+            need = [(v, getattr(w, attr)) for v, w in on_host if getattr(w, attr) > 0]
+            left = cap - held[h.id, attr]
+            if need and sum(a for _, a in need) > left:
+                cons.add(sum(a * v for v, a in need) <= left)
 
     # Eq. 19: a GPU is active only on an active host
     m.eq19_host_on = pyo.ConstraintList()
-    for g in instance.gpus:
-        m.eq19_host_on.add(m.U[g.id] <= m.PHI[g.host])
+    for gpu in instance.gpus:
+        m.eq19_host_on.add(m.U[gpu.id] <= m.PHI[gpu.host])
 
-    # identical empty GPUs of one host: use them in order
+    # identical empty GPUs of one host: use them in order, fullest first
     m.symmetry = pyo.ConstraintList()
     for cls in gpu_classes(instance):
-        for a, b in zip(cls.members, cls.members[1:], strict=False):
-            m.symmetry.add(m.U[a] >= m.U[b])
+        model = instance.gpu(cls.members[0]).model
+        used = [sum(v * model.profiles[p].memory_slots for v, _, p, _ in on_gpu[g]) for g in cls.members]
+        for a, b in zip(range(len(used)), range(1, len(used)), strict=False):
+            m.symmetry.add(m.U[cls.members[a]] >= m.U[cls.members[b]])
+            if on_gpu[cls.members[a]]:
+                m.symmetry.add(used[a] >= used[b])
 
-    # objectives (GRMU Eqs. 3-5), constants of the fixed workloads included
-    acceptance = sum(instance.workload(w).weight for w in fixed) + sum(
-        instance.workload(wid).weight * m.X[k] for k, (wid, _, _) in enumerate(choices)
+    # Eq. 5: a leaver lands on its own host (2 delta) or elsewhere (4 delta); Z counts the former
+    host_slots: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for k, (c, gpu_id, _) in enumerate(pool):
+        host_slots[c, instance.gpu(gpu_id).host].append(k)
+    leavers: dict[tuple[int, float, str], list[str]] = defaultdict(list)
+    for c, shape in enumerate(shapes):
+        for wid in shape.running:
+            w = instance.workload(wid)
+            leavers[c, w.migration_weight, instance.gpu(w.placement.gpu).host].append(wid)  # type: ignore[union-attr]
+    z_keys = [key for key in leavers if key[1] > 0 and host_slots.get((key[0], key[2]))]
+    m.Z = pyo.Var(z_keys, domain=pyo.NonNegativeIntegers, bounds=lambda _m, *key: (0, len(leavers[key])))
+    m.eq5_same_host_leavers = pyo.ConstraintList()
+    m.eq5_same_host_slots = pyo.ConstraintList()
+    by_shape_host: dict[tuple[int, str], list[tuple[int, float, str]]] = defaultdict(list)
+    for key in z_keys:
+        m.eq5_same_host_leavers.add(m.Z[key] <= sum(gone[w] for w in leavers[key]))
+        by_shape_host[key[0], key[2]].append(key)
+    for (c, host), keys in by_shape_host.items():
+        m.eq5_same_host_slots.add(sum(m.Z[key] for key in keys) <= sum(m.X[k] for k in host_slots[c, host]))
+
+    # objectives (GRMU Eqs. 3-5), constants of the always-placed running workloads included
+    acceptance = sum(w.weight for w in instance.running) + sum(
+        instance.workload(members[0]).weight * m.A[k] for k, (_, members) in enumerate(accept)
     )
     hardware = sum(h.weight * (m.PHI[h.id] + sum(m.U[g] for g in h.gpus)) for h in instance.hosts)
-    migrations = 0.0
-    intra = 0.0
-    for w in instance.running:
-        if w.id in fixed or w.placement is None:
-            continue
-        old_gpu, old_start = w.placement.gpu, w.placement.start
-        old_host = instance.gpu(old_gpu).host
-        ks = by_workload[w.id]
-        same_gpu = sum(m.X[k] for k in ks if choices[k][1] == old_gpu)
-        same_host = sum(m.X[k] for k in ks if instance.gpu(choices[k][1]).host == old_host)
-        # Eq. 5 literally: 4 delta off the host, 2 delta off the GPU on the same host, 0 otherwise
-        migrations += w.migration_weight * (4 - 2 * same_host - 2 * same_gpu)
-        intra += same_gpu - sum(m.X[k] for k in ks if choices[k][1:] == (old_gpu, old_start))
+    migrations = sum(4 * instance.workload(w).migration_weight * gone[w] for w in gone) - sum(
+        2 * key[1] * m.Z[key] for key in z_keys
+    )
+    intra = sum(
+        m.S[k]
+        for k, (wid, s) in enumerate(stays)
+        if s != instance.workload(wid).placement.start  # type: ignore[union-attr]
+    )
     m.obj_expr = pyo.Expression(
         list(OBJECTIVES),
         rule=lambda _m, name: {
@@ -202,5 +375,11 @@ def build_grmu(instance: Instance) -> GrmuModel:
             "intra_moves": intra,
         }[name],
     )
-    stats = {"variables": m.nvariables(), "constraints": m.nconstraints(), "choices": len(choices)}
-    return GrmuModel(instance, m, choices, fixed, stats)
+    stats = {
+        "variables": m.nvariables(),
+        "constraints": m.nconstraints(),
+        "shapes": len(shapes),
+        "pool_slots": len(pool),
+        "stays": len(stays),
+    }
+    return GrmuModel(instance, m, shapes, pool, stays, accept, fixed_at, stats)

@@ -19,6 +19,7 @@ from mipopt.preprocess.candidates import (
     fixed_ids,
     fixed_masks,
     fixed_states,
+    open_placements,
 )
 from mipopt.preprocess.classes import (
     GpuClass,
@@ -26,6 +27,7 @@ from mipopt.preprocess.classes import (
     WorkloadClass,
     gpu_classes,
     host_classes,
+    placement_key,
     workload_classes,
 )
 from mipopt.preprocess.partitions import (
@@ -55,6 +57,8 @@ __all__ = [
     "gpu_classes",
     "gpu_partitions",
     "host_classes",
+    "open_placements",
+    "placement_key",
     "preference_order",
     "slot_order",
     "workload_classes",

@@ -28,6 +28,7 @@ __all__ = [
     "fixed_ids",
     "fixed_masks",
     "fixed_states",
+    "open_placements",
 ]
 
 
@@ -195,6 +196,15 @@ def _open_placements(state: FixedState) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def open_placements(instance: Instance, fixed: Iterable[str] | None = None) -> tuple[GpuCandidates, ...]:
+    """Per GPU (``instance.gpus`` order), the ``(profile, start)`` pairs legal around the fixed workloads.
+
+    The GPU half of :func:`candidates`, without the per-workload lists, for
+    models that place classes of workloads rather than single ones.
+    """
+    return tuple(GpuCandidates(s, _open_placements(s)) for s in fixed_states(instance, fixed))
+
+
 def candidates(instance: Instance, fixed: Iterable[str] | None = None) -> Candidates:
     """Candidate placements per GPU and per movable workload.
 
@@ -219,7 +229,7 @@ def candidates(instance: Instance, fixed: Iterable[str] | None = None) -> Candid
         As :func:`fixed_ids`.
     """
     ids = fixed_ids(instance, fixed)
-    gpus = tuple(GpuCandidates(s, _open_placements(s)) for s in fixed_states(instance, ids))
+    gpus = open_placements(instance, ids)
     by_workload: dict[str, tuple[Candidate, ...]] = {}
     for w in instance.workloads:
         if w.id in ids:

@@ -34,9 +34,17 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from mipopt.instance import Instance
+from mipopt.instance import Instance, Workload
 
-__all__ = ["GpuClass", "HostClass", "WorkloadClass", "gpu_classes", "host_classes", "workload_classes"]
+__all__ = [
+    "GpuClass",
+    "HostClass",
+    "WorkloadClass",
+    "gpu_classes",
+    "host_classes",
+    "placement_key",
+    "workload_classes",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +94,25 @@ def _group(items: list[tuple[K, str]]) -> list[tuple[K, tuple[str, ...]]]:
     return [(key, tuple(members)) for key, members in groups.items()]
 
 
+def placement_key(instance: Instance, workload: Workload) -> Hashable:
+    """What decides where a workload may go and what it takes of its host.
+
+    Its profile on each GPU model of the instance (None where it may not go), its
+    ``cpu`` and ``ram_gb``. Workloads with equal keys have the same candidate
+    placements and the same host demands, running or new.
+    """
+    where = tuple(
+        None if (p := instance.profile_on(workload, m)) is None else p.name
+        for m in sorted(instance.models.values(), key=lambda m: m.name)
+    )
+    return (where, workload.cpu, workload.ram_gb)
+
+
 def workload_classes(instance: Instance) -> tuple[WorkloadClass, ...]:
     """Classes of the new workloads (see the module docstring for the rule)."""
-    models = sorted(instance.models.values(), key=lambda m: m.name)
-    items: list[tuple[Hashable, str]] = []
-    for w in instance.new:
-        where = []
-        for m in models:
-            p = instance.profile_on(w, m)
-            where.append(None if p is None else p.name)
-        items.append(((tuple(where), w.cpu, w.ram_gb, w.weight, w.migration_weight), w.id))
+    items: list[tuple[Hashable, str]] = [
+        ((placement_key(instance, w), w.weight, w.migration_weight), w.id) for w in instance.new
+    ]
     return tuple(WorkloadClass(members) for _, members in _group(items))
 
 
