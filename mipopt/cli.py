@@ -11,12 +11,16 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from mipopt import __version__
 from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, solution_to_dict
 from mipopt.io import load_instance, load_solution, write_json
+
+if TYPE_CHECKING:
+    from mipopt.sweep import SweepProgress
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -299,6 +303,151 @@ def cmd_partitions(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- sweep
+
+
+class _ProgressBar:
+    """A one-line text bar on stderr, redrawn in place after every solve of a sweep."""
+
+    def __init__(self, stream: TextIO, width: int = 30) -> None:
+        self.stream, self.width, self.drawn = stream, width, False
+
+    def __call__(self, p: SweepProgress) -> None:
+        filled = round(p.fraction * self.width)
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(
+            f"\r[{bar}] {p.fraction:4.0%}  {p.solves} solves, {p.points} points  {p.message[:32]:<32}"
+        )
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mipopt.solvers import SolverOptions
+    from mipopt.sweep import DEFAULT_MAX_POINTS, parse_objectives, sweep
+
+    if args.out_dir and (args.csv or args.png):
+        raise BadInput("--out-dir: give either --out-dir or --csv/--png, not both")
+    if args.time_limit is not None and not args.time_limit > 0:  # also refuses nan
+        raise BadInput(f"--time-limit: must be positive seconds, got {args.time_limit:g}")
+    if args.threads is not None and args.threads < 1:
+        raise BadInput(f"--threads: must be at least 1, got {args.threads}")
+    if args.seed < 0:
+        raise BadInput(f"--seed: must be non-negative, got {args.seed}")
+    max_points = DEFAULT_MAX_POINTS if args.max_points is None else args.max_points
+    if max_points < 1:
+        raise BadInput(f"--max-points: must be at least 1, got {max_points}")
+    try:
+        objectives = parse_objectives(args.objectives)
+    except InstanceError as err:
+        raise BadInput(str(err)) from None
+    inst = _load_instance(args.instance)
+    csv_path, png_path = args.csv, args.png
+    if args.out_dir:
+        out = Path(args.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = Path(args.instance).stem
+        csv_path, png_path = out / f"{stem}.front.csv", out / f"{stem}.front.png"
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    bar = _ProgressBar(sys.stderr) if show else None
+    options = SolverOptions(time_limit_s=args.time_limit, threads=args.threads, seed=args.seed)
+    try:
+        front = sweep(
+            inst,
+            model=args.model,
+            solver=args.solver,
+            objectives=objectives,
+            options=options,
+            progress=bar,
+            max_points=max_points,
+        )
+    except (InstanceError, ValueError) as err:
+        raise BadInput(str(err)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    written = []
+    if args.solutions:
+        front = front.save_solutions(args.solutions)
+        written.append(f"{len(front.points)} solutions in {args.solutions}")
+    if csv_path:
+        front.to_csv(csv_path)
+        written.append(str(csv_path))
+    if png_path:
+        front.plot(png_path)
+        written.append(str(png_path))
+    if args.json:
+        _print_json(front.to_dict())
+    else:
+        print(front.table())
+        for what in written:
+            print(f"wrote {what}")
+    return EXIT_OK
+
+
+# --- generate
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from mipopt.instance import instance_to_dict
+    from mipopt.workloads import ibm_instance
+
+    for option, value in (("--gpus", args.gpus), ("--gpus-per-host", args.gpus_per_host)):
+        if value < 1:
+            raise BadInput(f"{option}: must be at least 1, got {value}")
+    if args.seed < 0:
+        raise BadInput(f"--seed: must be non-negative, got {args.seed}")
+    for option, value in (("--used", args.used), ("--load", args.load), ("--pinned", args.pinned)):
+        if not 0 <= value <= 1:  # also refuses nan
+            raise BadInput(f"{option}: must be a fraction in [0, 1], got {value:g}")
+    try:
+        model = get_model(args.model).name
+    except KeyError as err:
+        raise BadInput(f"--model: {err.args[0]}") from None
+    inst = ibm_instance(
+        args.gpus,
+        seed=args.seed,
+        used_fraction=args.used,
+        load=args.load,
+        load_basis=args.load_basis,
+        model=model,
+        gpus_per_host=args.gpus_per_host,
+        pinned_fraction=args.pinned,
+    )
+    data = instance_to_dict(inst)
+    if args.out is None:
+        _print_json(data)
+        return EXIT_OK
+    write_json(args.out, data)
+    used = len({w.placement.gpu for w in inst.running if w.placement})
+    print(
+        f"wrote {args.out}: {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs ({used} used), "
+        f"{len(inst.running)} running and {len(inst.new)} new workloads"
+    )
+    return EXIT_OK
+
+
+def _solver_arguments(p: argparse.ArgumentParser, *, time_limit: str) -> None:
+    """--model, --solver, --time-limit, --threads and --seed, shared by solve and sweep."""
+    p.add_argument(
+        "--model",
+        default="grmu",
+        choices=["grmu", "grmu-paper"],
+        help="formulation: grmu, the tight form (default), or grmu-paper, Eqs. 3-26 as printed",
+    )
+    p.add_argument("--solver", default="highs", choices=["highs", "cpsat"], help="backend (default: highs)")
+    p.add_argument("--time-limit", type=float, metavar="S", help=time_limit)
+    p.add_argument("--threads", type=int, metavar="N")
+    p.add_argument("--seed", type=int, default=0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mipopt", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"mipopt {__version__}")
@@ -338,31 +487,81 @@ def build_parser() -> argparse.ArgumentParser:
         default="exact",
         help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default start",
     )
-    p.add_argument(
-        "--model",
-        default="grmu",
-        choices=["grmu", "grmu-paper"],
-        help="formulation: grmu, the tight form (default), or grmu-paper, Eqs. 3-26 as printed",
-    )
-    p.add_argument("--solver", default="highs", choices=["highs", "cpsat"], help="backend (default: highs)")
+    _solver_arguments(p, time_limit="seconds over all stages")
     p.add_argument(
         "--objective",
         default="lex:acceptance,hardware,migrations",
         help="lex:NAME[@TOL],... or weighted:W1,W2,W3[,W4] (default: %(default)s)",
     )
-    p.add_argument("--time-limit", type=float, metavar="S", help="seconds over all stages")
-    p.add_argument("--threads", type=int, metavar="N")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--gap", type=float, metavar="REL", help="relative MIP gap (default 0: prove optimality)")
     p.add_argument("--out", metavar="FILE", help="write the solution JSON (atomically)")
     p.add_argument("--json", action="store_true", help="print the solution JSON")
     p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser(
+        "sweep", help="Pareto front of acceptance, hardware and migrations (epsilon-constraint)"
+    )
+    p.add_argument("instance")
+    _solver_arguments(p, time_limit="seconds per point (over its stages)")
+    p.add_argument(
+        "--objectives",
+        default="acceptance,hardware,migrations",
+        help="2 or 3 objectives, the primary first (default: %(default)s)",
+    )
+    p.add_argument("--max-points", type=int, metavar="N", help="stop after N distinct points (default: 100)")
+    p.add_argument("--out-dir", metavar="DIR", help="write DIR/NAME.front.csv and DIR/NAME.front.png")
+    p.add_argument("--csv", metavar="FILE", help="write the front as CSV (atomically)")
+    p.add_argument("--png", metavar="FILE", help="draw acceptance against hardware (atomically)")
+    p.add_argument(
+        "--solutions", metavar="DIR", help="write each point's solution JSON to DIR/point-NNN.json"
+    )
+    p.add_argument("--json", action="store_true", help="print the front as JSON")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: only when stderr is a terminal)",
+    )
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("partitions", help="free partitions of GPUs with running workloads (WPM Alg. 1)")
     p.add_argument("instance")
     p.add_argument("--merged", action="store_true", help="merge adjacent partitions where Assumption 1 holds")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_partitions)
+
+    p = sub.add_parser("generate", help="write a seeded generated instance")
+    kinds = p.add_subparsers(dest="workload", required=True, metavar="WORKLOAD")
+    g = kinds.add_parser(
+        "ibm",
+        help="IBM WPM section 5.1: hosts of 8 GPUs, about 60%% of GPUs used, new work worth 60%% of compute",
+        description="IBM WPM test case (Turkkan et al., section 5.1); see mipopt.workloads.ibm_instance.",
+    )
+    g.add_argument("--gpus", type=int, required=True, metavar="N", help="GPUs in the cluster")
+    g.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    g.add_argument(
+        "--used", type=float, default=0.6, metavar="FRACTION", help="share of GPUs with running workloads"
+    )
+    g.add_argument(
+        "--load",
+        type=float,
+        default=0.6,
+        metavar="FRACTION",
+        help="compute of the new workloads as a share of the cluster's compute slices (default 0.6)",
+    )
+    g.add_argument(
+        "--load-basis",
+        choices=["cluster", "free"],
+        default="cluster",
+        help="what --load is a share of: all compute slices (default, as the paper) or the free ones",
+    )
+    g.add_argument(
+        "--pinned", type=float, default=0.0, metavar="FRACTION", help="share of running workloads pinned"
+    )
+    g.add_argument("--model", default="A100-80GB", help="GPU model (default A100-80GB)")
+    g.add_argument("--gpus-per-host", type=int, default=8, metavar="N", help="GPUs per host (default 8)")
+    g.add_argument("--out", metavar="FILE", help="write the instance JSON (atomically); default: print it")
+    g.set_defaults(func=cmd_generate)
     return parser
 
 

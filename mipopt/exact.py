@@ -15,12 +15,17 @@ unless the caller sets one.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from functools import reduce
+from typing import Any
 
 import pyomo.environ as pyo
 from pyomo.core.expr.visitor import identify_variables
+from pyomo.repn import generate_standard_repn
 
 from mipopt.errors import InstanceError
 from mipopt.formulations import MODELS, OBJECTIVES, SENSE, build
@@ -177,15 +182,19 @@ def solve_exact(
             continue
         m.epsilon.add(expr <= value if op == "<=" else expr >= value)
     notes: list[str] = []
+    solved = False  # some stage has found a placement, now in `incumbent`
     termination, status = Termination.OPTIMAL, Status.OPTIMAL
     bound = gap = None
     m.lex_keep = pyo.ConstraintList()
-    for i, (name, expr, sense, tol) in enumerate(stages):
+    decisive = [st for st in stages if not _is_constant(st[1])]
+    for name, expr, _, _ in stages:
         if _is_constant(expr):  # nothing to decide (e.g. no running workloads)
             notes.append(f"{name} {float(pyo.value(expr)):g} (constant)")
-            continue
+    exact = options.mip_rel_gap == 0 and spec.mode == "lex"
+    groups = _merge(decisive) if exact else [[(st, 1.0)] for st in decisive]
+    for i, group in enumerate(groups):
         m.del_component("stage_objective")
-        m.stage_objective = pyo.Objective(expr=expr, sense=sense)
+        m.stage_objective = pyo.Objective(expr=_combined(group), sense=group[0][0][2])
         stage_options = options
         if options.time_limit_s is not None:
             stage_options = replace(
@@ -194,22 +203,41 @@ def solve_exact(
         if incumbent is not None:
             stage_options = replace(stage_options, warm_start=built.warm_start(incumbent))
         result = backend.solve(m, stage_options)
+        names = "+".join(st[0] for st, _ in group)
         if result.status is Status.NONE:
-            notes.append(f"{name}: {result.termination.value} {result.message}".strip())
-            return _no_solution(instance, model, solver, spec, result.termination, t0, "; ".join(notes))
-        value = float(pyo.value(expr))
-        notes.append(f"{name} {value:g} ({result.termination.value})")
+            notes.append(f"{names}: {result.termination.value} {result.message}".strip())
+            if not solved:
+                return _no_solution(instance, model, solver, spec, result.termination, t0, "; ".join(notes))
+            # a later stage ran out of time: the earlier stages' placement is still a solution
+            termination, status = result.termination, Status.FEASIBLE
+            break
+        solved = True
         bound, gap = result.bound, result.gap
         if result.termination is not Termination.OPTIMAL:
             termination, status = result.termination, Status.FEASIBLE
         incumbent = built.decode()
-        if i + 1 < len(stages):
-            slack = max(tol * abs(value), 1e-6)
-            m.lex_keep.add(expr >= value - slack if sense == pyo.maximize else expr <= value + slack)
+        for j, ((name, expr, sense, tol), _) in enumerate(group):
+            value = float(pyo.value(expr))
+            merged = " in one solve with " + group[0][0][0] if j else ""
+            notes.append(f"{name} {value:g} ({result.termination.value}{merged})")
+            if i + 1 < len(groups):
+                slack = max(tol * abs(value), 1e-6)
+                m.lex_keep.add(expr >= value - slack if sense == pyo.maximize else expr <= value + slack)
 
+    if not solved:  # every objective is constant here: any feasible point is optimal
+        m.del_component("stage_objective")
+        m.stage_objective = pyo.Objective(expr=0.0)
+        start_values = built.warm_start(incumbent) if incumbent is not None else None
+        result = backend.solve(m, replace(options, warm_start=start_values))
+        if result.status is Status.NONE:
+            notes.append(f"feasibility: {result.termination.value} {result.message}".strip())
+            return _no_solution(instance, model, solver, spec, result.termination, t0, "; ".join(notes))
+        if result.termination is not Termination.OPTIMAL:
+            termination, status = result.termination, Status.FEASIBLE
+        incumbent = built.decode()
     return solution_for(
         instance,
-        built.decode(),
+        incumbent if incumbent is not None else built.decode(),
         method=_method(model, solver, spec),
         termination=termination,
         status=status,
@@ -218,6 +246,80 @@ def solve_exact(
         gap=gap,
         message="; ".join(notes),
     )
+
+
+Stage = tuple[str, Any, Any, float]  # (objective name, expression, sense, tolerance)
+
+#: A merged stage's second objective must still move the combined one by this much per unit step.
+MIN_MERGED_STEP = 1e-4
+
+
+def _merge(stages: list[Stage]) -> list[list[tuple[Stage, float]]]:
+    """Group consecutive lexicographic stages that one solve can settle exactly, with their weights.
+
+    Stage k and k+1 merge when stage k has no tolerance, both objectives move in steps
+    (every coefficient an integer multiple of a step g), and the range R of the second
+    objective over the variables' bounds is known: then ``f_k +/- eps f_k+1`` with
+    ``eps = g_k / (R + 1)`` ranks points by f_k first (a step of f_k, at least g_k,
+    outweighs any change of eps f_k+1) and by f_k+1 among f_k's optima. Merging stops
+    where ``eps * g_k+1`` would fall below :data:`MIN_MERGED_STEP`, which keeps the
+    second objective's steps well above the solvers' optimality tolerance (1e-6).
+    """
+    groups: list[list[tuple[Stage, float]]] = []
+    for st in stages:
+        if groups and groups[-1][-1][0][3] == 0:
+            (last, weight) = groups[-1][-1]
+            step_last, step_next, spread = _step(last[1]), _step(st[1]), _range(st[1])
+            if step_last and step_next and spread is not None:
+                eps = weight * step_last / (spread + 1)
+                if eps * step_next >= MIN_MERGED_STEP:
+                    groups[-1].append((st, eps))
+                    continue
+        groups.append([(st, 1.0)])
+    return groups
+
+
+def _combined(group: list[tuple[Stage, float]]) -> Any:
+    sense = group[0][0][2]
+    return sum((w if st[2] == sense else -w) * st[1] for st, w in group)
+
+
+def lattice_step(values: Iterable[float]) -> float | None:
+    """The largest g such that every value is an integer multiple of g.
+
+    Values are read as fractions with denominators up to 10**6; None when there is
+    no non-zero value or one is not such a fraction.
+    """
+    fractions = []
+    for x in values:
+        if not x:
+            continue
+        f = Fraction(abs(float(x))).limit_denominator(10**6)
+        if float(f) != abs(float(x)):  # not a short fraction: no lattice to trust
+            return None
+        fractions.append(f)
+    if not fractions:
+        return None
+    num = reduce(math.gcd, (f.numerator for f in fractions))
+    den = reduce(math.lcm, (f.denominator for f in fractions))
+    return num / den
+
+
+def _step(expr: Any) -> float | None:
+    repn = generate_standard_repn(expr, compute_values=True)
+    return lattice_step(repn.linear_coefs) if repn.is_linear() else None
+
+
+def _range(expr: Any) -> float | None:
+    """max - min of ``expr`` over its variables' bounds (None if a bound is missing)."""
+    repn = generate_standard_repn(expr, compute_values=True)
+    total = 0.0
+    for c, v in zip(repn.linear_coefs, repn.linear_vars, strict=True):
+        lb, ub = v.bounds
+        if lb is None or ub is None:
+            return None
+        total += abs(c) * (ub - lb)
+    return total
 
 
 def _is_constant(expr: pyo.Expression) -> bool:

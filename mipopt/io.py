@@ -6,6 +6,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +63,28 @@ def load_solution(path: str | Path) -> Solution:
 
 
 def write_json(path: str | Path, data: Any) -> None:
-    """Write JSON atomically: a temporary file in the same folder, then a rename.
-
-    A reader never sees a half-written file, and a failure leaves any old file as it was.
-    """
-    path = Path(path)
+    """Write JSON atomically (see :func:`write_atomic`)."""
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    write_atomic(Path(path), lambda fh: fh.write(text), text=True)
+
+
+def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool) -> None:
+    """Write through ``write(file)`` to a temporary file beside ``path``, then rename it into place.
+
+    A path that exists and is not a regular file (``/dev/null``, a pipe) is written in place:
+    renaming over it would replace the device with a file.
+    """
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with open(path, "w", encoding="utf-8", newline="") if text else open(path, "wb") as fh:
+            write(fh)
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     except OSError as err:  # name the file the user asked for, not the temporary one
         raise OSError(err.errno, err.strerror, str(path)) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb") as fh:
+            write(fh)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mipopt.geometry import reference as geo
 from mipopt.instance import Instance
+from mipopt.io import write_atomic
 
 CELL = 9  # characters per memory slot in the text view
 
@@ -91,8 +92,7 @@ def png(instance: Instance, placed: dict[str, tuple[str, int]], path: str | Path
         ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     ax.set_title(title or instance.name, fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        write_atomic(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=120), text=False)
+    finally:
+        plt.close(fig)

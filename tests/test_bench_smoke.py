@@ -1,4 +1,4 @@
-"""Smoke test of the benchmark harness: the geometry benchmark at 200 GPUs, into a tmp dir."""
+"""Smoke tests of the benchmark harness, into a tmp dir: geometry at 200 GPUs, exact models at 2 and 8 GPUs."""
 
 from __future__ import annotations
 
@@ -111,3 +111,94 @@ def test_append_rows_refuses_another_header(tmp_path: Path) -> None:
         common.append_rows(path, ["a", "c"], [{"a": 1, "c": 2}])
     with pytest.raises(ValueError, match=r"missing columns \['b'\]"):
         common.append_rows(path, ["a", "b"], [{"a": 1}])
+
+
+# --- exact models (benchmarks/bench_exact.py)
+
+EXACT_SCRIPT = ROOT / "benchmarks" / "bench_exact.py"
+EXACT_COMMITTED = [ROOT / "benchmarks" / "results" / "exact.csv", ROOT / "benchmarks" / "README.md"]
+EXACT_COLUMNS = [
+    "commit", "date", "machine", "python", "highspy", "ortools", "gpus", "hosts", "seed", "running", "new",
+    "model", "solver", "objective", "time_limit_s", "threads", "termination", "status", "runtime_s",
+    "build_s", "solve_s", "acceptance", "hardware", "migrations", "bound", "gap", "variables",
+    "constraints", "valid", "violations", "message",
+]  # fmt: skip
+
+
+def _bench_exact(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("bench_exact", EXACT_SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench_exact(monkeypatch)  # in this process: the solver imports are paid once
+    before = [_digest(p) for p in EXACT_COMMITTED]
+    args = [
+        "--sizes", "8", "--seeds", "1", "--paper-sizes", "2", "--paper-max-gpus", "2", "--time-limit", "30",
+        "--out-dir", str(tmp_path), "--readme", str(tmp_path / "README.md"),
+    ]  # fmt: skip
+    assert bench.main(args) == 0
+    with (tmp_path / "exact.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == EXACT_COLUMNS
+        rows = list(reader)
+
+    # the paper form only at its own size 2, the tight form at 8; both solvers each
+    assert [(r["gpus"], r["model"], r["solver"]) for r in rows] == [
+        ("2", "grmu-paper", "highs"), ("2", "grmu-paper", "cpsat"), ("8", "grmu", "highs"), ("8", "grmu", "cpsat"),
+    ]  # fmt: skip
+    for row in rows:
+        assert (row["valid"], row["violations"]) == ("True", "0")
+        assert (row["termination"], row["status"], row["seed"], row["time_limit_s"]) == (
+            "optimal", "optimal", "0", "30.0",
+        )  # fmt: skip
+        assert int(row["variables"]) > 0 and int(row["constraints"]) > 0
+        assert float(row["build_s"]) + float(row["solve_s"]) == pytest.approx(
+            float(row["runtime_s"]), abs=2e-3
+        )
+    # The optima of the two generated instances (ibm_instance(2 or 8, seed=0)), equal on both solvers:
+    # every GPU stays on, acceptance counts placed compute slices.
+    optima = {(r["gpus"], r["acceptance"], r["hardware"], r["migrations"]) for r in rows}
+    assert optima == {("2", "12", "3", "0"), ("8", "50", "9", "0")}
+    assert {(r["gpus"], r["hosts"], r["running"], r["new"]) for r in rows} == {
+        ("2", "1", "4", "3"),
+        ("8", "1", "17", "11"),
+    }
+
+    readme = (tmp_path / "README.md").read_text()
+    begin, end = readme.index("<!-- exact:begin -->"), readme.index("<!-- exact:end -->")
+    section = readme[begin:end]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    assert len(table) == 2 + 4
+    assert [line.split(" | ")[:5] for line in table[2:]] == [
+        ["| 2", "grmu-paper", "highs", "1", "1"], ["| 2", "grmu-paper", "cpsat", "1", "1"],
+        ["| 8", "grmu", "highs", "1", "1"], ["| 8", "grmu", "cpsat", "1", "1"],
+    ]  # fmt: skip
+    assert all("| 1/1 | 30 s | - |" in line for line in table[2:])  # valid, limit, no target at 2 or 8 GPUs
+    assert (
+        "- `grmu-paper` with highs: 1/1 proven at 2 GPUs: finishes up to 2 GPUs, the largest size run."
+        in section
+    )
+
+    assert [_digest(p) for p in EXACT_COMMITTED] == before
+
+
+def test_exact_targets_pass_and_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench_exact(monkeypatch)
+    verdict = bench.target_verdict
+    assert verdict((80, "grmu", "highs"), [1.5, 0.9, 2.5], 60) == "PASS (median 1.50 s <= 2 s)"
+    assert verdict((80, "grmu", "highs"), [1.5, 3.0, None], 60) == "FAIL (median 3.00 s > 2 s)"
+    assert verdict((80, "grmu", "highs"), [1.5, None, None], 60) == (
+        "FAIL (median not proven within 60 s; target <= 2 s)"
+    )
+    assert verdict((1000, "grmu", "highs"), [20.0, 41.0, 35.5], 60) == "PASS (max 41.0 s <= 60 s)"
+    assert verdict((1000, "grmu", "highs"), [20.0, None, 35.5], 60) == (
+        "FAIL (1/3 not proven within 60 s; target <= 60 s)"
+    )
+    assert verdict((80, "grmu", "cpsat"), [9.0], 60) == "-"
+    assert verdict((400, "grmu", "highs"), [9.0], 60) == "-"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from factories import instances
 from hypothesis import HealthCheck, given, settings
 
 from mipopt.errors import InstanceError
-from mipopt.exact import parse_objective, solve_exact
+from mipopt.exact import lattice_step, parse_objective, solve_exact
 from mipopt.instance import Status, Termination
 from mipopt.io import load_instance
 from mipopt.policies import first_fit
@@ -104,3 +105,32 @@ def test_bad_objective_specs(text: str, message: str) -> None:
 def test_objective_spec_round_trips() -> None:
     assert str(parse_objective("lex:acceptance@0.05,hardware")) == "lex:acceptance@0.05,hardware"
     assert str(parse_objective("weighted:1,0.1,0.01")) == "weighted:1,0.1,0.01"
+
+
+def test_cli_offers_every_registered_model() -> None:
+    from mipopt.cli import build_parser
+    from mipopt.formulations import MODELS
+
+    solve = build_parser()._subparsers._group_actions[0].choices["solve"]  # type: ignore[union-attr]
+    (model,) = [a for a in solve._actions if a.dest == "model"]
+    assert list(model.choices) == list(MODELS)
+
+
+def test_merged_lexicographic_stages_are_reported() -> None:
+    """acceptance and hardware settle in one solve (integral weights); OPTIMA above checks the values."""
+    sol = solve_exact(load_instance(INSTANCES / "fbk_fig3.json"))
+    assert sol.message == (
+        "acceptance 8 (optimal); hardware 3 (optimal in one solve with acceptance); "
+        "migrations 4 (optimal in one solve with acceptance)"
+    )
+    # a tolerance on acceptance keeps the stages apart
+    loose = solve_exact(load_instance(INSTANCES / "fbk_fig3.json"), objective="lex:acceptance@0.1,hardware")
+    assert loose.message == "acceptance 8 (optimal); hardware 3 (optimal)"
+
+
+@pytest.mark.parametrize(
+    ("values", "step"),
+    [((2, 4, 6), 2.0), ((0.5, 1, 1.5), 0.5), ((1 / 3, 2 / 3), 1 / 3), ((0, 0), None), ((math.pi,), None)],
+)
+def test_lattice_step(values: tuple[float, ...], step: float | None) -> None:
+    assert lattice_step(values) == (pytest.approx(step) if step is not None else None)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pyo
 
+from mipopt.catalog import GpuModel
 from mipopt.instance import Instance, Workload
 from mipopt.preprocess import fixed_ids, gpu_classes, open_placements, placement_key
 
@@ -132,6 +133,7 @@ class GrmuModel:
     def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
         """Variable values (by name) that encode ``placed``, for a backend's warm start."""
         inst, m = self.instance, self.model
+        placed = self._symmetric(placed)
         values: dict[str, float] = {}
         shape_of = {w: c for c, shape in enumerate(self.shapes) for w in shape.members()}
         taken = {
@@ -168,6 +170,29 @@ class GrmuModel:
             values[m.PHI[h.id].name] = 1.0 if h.id in hosts else 0.0
         return values
 
+    def _symmetric(self, placed: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+        """``placed`` with the contents of identical empty GPUs reordered as the symmetry rows want.
+
+        Within a class (empty GPUs of one model on one host) the fullest GPU comes first,
+        so that any valid placement, first fit's for one, is a feasible start.
+        """
+        out = dict(placed)
+        for cls in gpu_classes(self.instance):
+            model = self.instance.gpu(cls.members[0]).model
+            content: dict[str, list[str]] = {g: [] for g in cls.members}
+            for wid, (gpu_id, _) in placed.items():
+                if gpu_id in content:
+                    content[gpu_id].append(wid)
+
+            def slots(gpu_id: str, model: GpuModel = model, content: dict[str, list[str]] = content) -> int:
+                return sum(_size(self.instance, model, w) for w in content[gpu_id])
+
+            order = sorted(cls.members, key=lambda g: (-slots(g), cls.members.index(g)))
+            for target, source in zip(cls.members, order, strict=True):
+                for wid in content[source]:
+                    out[wid] = (target, placed[wid][1])
+        return out
+
     def _home(self, wid: str) -> str:
         placement = self.instance.workload(wid).placement
         assert placement is not None
@@ -176,6 +201,12 @@ class GrmuModel:
     def _stays(self, wid: str, gpu: str) -> bool:
         placement = self.instance.workload(wid).placement
         return placement is not None and wid not in self.fixed and placement.gpu == gpu
+
+
+def _size(instance: Instance, model: GpuModel, wid: str) -> int:
+    profile = instance.profile_on(instance.workload(wid), model)
+    assert profile is not None
+    return profile.memory_slots
 
 
 def _on(var: pyo.Var) -> bool:
@@ -280,6 +311,7 @@ def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuMo
     # Eqs. 12-16 and 20 replaced: one instance per memory slot, only on an active GPU;
     # one media-engine set per GPU; per-profile maxima where the slots alone do not enforce them
     m.slot_clique = pyo.ConstraintList()
+    m.compute_cap = pyo.ConstraintList()
     m.media_once = pyo.ConstraintList()
     m.profile_max = pyo.ConstraintList()
     for g in gpus:
@@ -290,6 +322,13 @@ def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuMo
             covering = [v for v, _, p, s in terms if s <= slot < s + g.model.profiles[p].memory_slots]
             if covering:
                 m.slot_clique.add(sum(covering) <= m.U[g.gpu])
+        # compute slices (7 on 8 memory slots): valid for integers, cuts the LP's fractional GPUs
+        fixed_compute = sum(n * g.model.profiles[p].compute for p, n in enumerate(g.fixed.counts))
+        compute = [(v, g.model.profiles[p].compute) for v, _, p, _ in terms]
+        if sum(c for _, c in compute) > g.model.compute_slices - fixed_compute:
+            m.compute_cap.add(
+                sum(c * v for v, c in compute) <= (g.model.compute_slices - fixed_compute) * m.U[g.gpu]
+            )
         media = [v for v, _, p, _ in terms if g.model.profiles[p].media_extension]
         if len(media) > 1:
             m.media_once.add(sum(media) <= 1)

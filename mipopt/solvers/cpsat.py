@@ -1,19 +1,10 @@
-"""CP-SAT (OR-Tools 9.15) through an MPS file and ``ortools.linear_solver.python.model_builder``.
+"""CP-SAT (OR-Tools 9.15) on the model's arrays, through ``ortools.linear_solver.python.model_builder``.
 
-The Pyomo model is written as free MPS with symbolic labels, read back with
-``ModelBuilder.import_from_mps_file`` and solved by ``ModelSolver("sat")``. The round trip:
-
-- *Objective sense.* Pyomo's MPS writer emits an ``OBJSENSE MAX`` section and the original
-  (unnegated) coefficients; OR-Tools reads it. The backend still compares the imported sense with
-  the Pyomo objective and sets it if they differ, so a writer that drops the section cannot flip
-  the problem silently.
-- *Objective constant.* The writer expresses a constant term through a column ``ONE_VAR_CONSTANT``
-  tied to 1 by an equality row; it is written continuous, so the backend makes it an integer fixed
-  at 1 after import.
-- *Values.* The writer's symbol map links each MPS column name to its Pyomo variable; values go
-  back by that name. The reported objective is the Pyomo objective evaluated at the loaded
-  values, so it is exact in the model's own terms even when CP-SAT scales fractional objective
-  coefficients to integers internally.
+The model is compiled by :func:`mipopt.solvers.matrix.compile_model` and loaded whole with
+``fill_model_from_sparse_data``; integrality, objective sense and constant are set on the
+builder, which ``ModelSolver("sat")`` solves. The reported objective is the Pyomo objective
+evaluated at the loaded values, so it is exact in the model's own terms even when CP-SAT
+scales fractional objective coefficients to integers internally.
 
 CP-SAT is an integer solver: a continuous variable raises
 :class:`~mipopt.solvers.UnsupportedModelError` naming it (OR-Tools would otherwise scale it to
@@ -29,14 +20,13 @@ but which optimal solution is returned may vary.
 from __future__ import annotations
 
 import math
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse as sp
 from ortools.linear_solver.python import model_builder as mb
-from pyomo.core.base.var import VarData
 
 from mipopt.instance import Status, Termination
 from mipopt.solvers.base import (
@@ -45,11 +35,8 @@ from mipopt.solvers.base import (
     SolverOptions,
     UnsupportedModelError,
     relative_gap,
-    set_warm_start,
-    single_objective,
 )
-
-_CONSTANT_COLUMN = "ONE_VAR_CONSTANT"
+from mipopt.solvers.matrix import MatrixForm, compile_model
 
 
 class CpSatBackend:
@@ -71,20 +58,17 @@ class CpSatBackend:
         Raises
         ------
         UnsupportedModelError
-            If a variable of the model is not integer, or the model has not exactly one objective.
+            If a variable of the model is not integer or not bounded, or the model has not
+            exactly one active objective.
         """
         opts = options or SolverOptions()
-        objective = single_objective(model)
         start = time.perf_counter()
-        builder, columns = _translate(model, objective)
-        if opts.warm_start:
-            set_warm_start(model, opts.warm_start)  # checks the names
-            by_var = {id(v): name for name, v in columns.items()}
-            builder_vars = {v.name: v for v in builder.get_variables()}
-            for name, hint in opts.warm_start.items():
-                label = by_var.get(id(model.find_component(name)))
-                if label is not None:  # a variable the writer left out (fixed, unused) needs no hint
-                    builder.add_hint(builder_vars[label], hint)
+        form = compile_model(model)
+        builder = _translate(form)
+        x0 = form.start(opts.warm_start) if opts.warm_start else None
+        if x0 is not None:
+            for i, hint in enumerate(x0.tolist()):
+                builder.helper.add_hint(i, hint)
 
         solver, status = _run(builder, opts)
         if status in (mb.SolveStatus.UNBOUNDED, mb.SolveStatus.UNKNOWN_STATUS):
@@ -99,10 +83,9 @@ class CpSatBackend:
         has_solution = status in (mb.SolveStatus.OPTIMAL, mb.SolveStatus.FEASIBLE)
         value: float | None = None
         if has_solution:
-            variables = [v for v in builder.get_variables() if v.name in columns]
-            for var, val in zip(variables, solver.values(variables), strict=True):
-                columns[var.name].set_value(float(round(val)), skip_validation=True)
-            value = float(pyo.value(objective))
+            variables = [builder.var_from_index(i) for i in range(len(form.columns))]
+            form.load(np.asarray(solver.values(variables), dtype=float))
+            value = float(pyo.value(form.objective))
         bound = (
             _number(solver.best_objective_bound)
             if has_solution or status == mb.SolveStatus.NOT_SOLVED
@@ -133,38 +116,40 @@ class CpSatBackend:
         )
 
 
-def _translate(
-    model: pyo.ConcreteModel, objective: pyo.Objective
-) -> tuple[mb.ModelBuilder, dict[str, VarData]]:
-    """The model as an OR-Tools ``ModelBuilder`` and its columns by MPS name."""
-    with tempfile.TemporaryDirectory(prefix="mipopt-cpsat-") as tmp:
-        path = Path(tmp) / "model.mps"
-        _, symbol_map_id = model.write(str(path), format="mps", io_options={"symbolic_solver_labels": True})
-        symbols = model.solutions.symbol_map.pop(symbol_map_id)
-        columns = {label: obj for label, obj in symbols.bySymbol.items() if isinstance(obj, VarData)}
-        continuous = [v.name for v in columns.values() if not v.is_integer()]
-        if continuous:
-            shown = ", ".join(continuous[:5]) + (", ..." if len(continuous) > 5 else "")
-            raise UnsupportedModelError(
-                f"CP-SAT needs every variable integer; {len(continuous)} continuous: {shown}"
-            )
-        unbounded = [v.name for v in columns.values() if v.lb is None or v.ub is None]
-        if unbounded:
-            shown = ", ".join(unbounded[:5]) + (", ..." if len(unbounded) > 5 else "")
-            raise UnsupportedModelError(
-                f"CP-SAT needs finite bounds on every variable; {len(unbounded)} without: {shown}"
-            )
-        builder = mb.ModelBuilder()
-        if not builder.import_from_mps_file(str(path)):
-            raise UnsupportedModelError(f"OR-Tools could not read the MPS file written for {model.name!r}")
-    for var in builder.get_variables():
-        if var.name == _CONSTANT_COLUMN:
-            var.is_integral = True
-            var.lower_bound = var.upper_bound = 1
-    maximize = objective.sense == pyo.maximize
-    if builder.helper.maximize() != maximize:
-        builder.helper.set_maximize(maximize)
-    return builder, columns
+def _translate(form: MatrixForm) -> mb.ModelBuilder:
+    """The compiled model as an OR-Tools ``ModelBuilder``."""
+    continuous = [v.name for v, i in zip(form.columns, form.integer, strict=True) if not i]
+    if continuous:
+        shown = ", ".join(continuous[:5]) + (", ..." if len(continuous) > 5 else "")
+        raise UnsupportedModelError(
+            f"CP-SAT needs every variable integer; {len(continuous)} continuous: {shown}"
+        )
+    unbounded = [
+        v.name
+        for v, lb, ub in zip(form.columns, form.col_lower, form.col_upper, strict=True)
+        if not (math.isfinite(lb) and math.isfinite(ub))
+    ]
+    if unbounded:
+        shown = ", ".join(unbounded[:5]) + (", ..." if len(unbounded) > 5 else "")
+        raise UnsupportedModelError(
+            f"CP-SAT needs finite bounds on every variable; {len(unbounded)} without: {shown}"
+        )
+    builder = mb.ModelBuilder()
+    helper = builder.helper
+    fill: Any = helper.fill_model_from_sparse_data  # OR-Tools' stubs misspell numpy array types
+    fill(
+        form.col_lower,
+        form.col_upper,
+        form.cost,
+        form.row_lower,
+        form.row_upper,
+        sp.csr_matrix(form.matrix),
+    )
+    for i in range(len(form.columns)):
+        helper.set_var_integrality(i, True)
+    helper.set_objective_offset(form.offset)
+    helper.set_maximize(form.maximize)
+    return builder
 
 
 def _run(builder: mb.ModelBuilder, opts: SolverOptions) -> tuple[mb.ModelSolver, Any]:
