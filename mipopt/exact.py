@@ -223,6 +223,13 @@ def solve_exact(
             if i + 1 < len(groups):
                 slack = max(tol * abs(value), 1e-6)
                 m.lex_keep.add(expr >= value - slack if sense == pyo.maximize else expr <= value + slack)
+        if result.termination is not Termination.OPTIMAL:
+            # the time is spent: later stages would only echo this placement, and the bound
+            # and gap that matter are this stage's
+            rest = [st[0] for g in groups[i + 1 :] for st, _ in g]
+            if rest:
+                notes.append(f"not optimized: {', '.join(rest)}")
+            break
 
     if not solved:  # every objective is constant here: any feasible point is optimal
         m.del_component("stage_objective")

@@ -134,3 +134,15 @@ def test_merged_lexicographic_stages_are_reported() -> None:
 )
 def test_lattice_step(values: tuple[float, ...], step: float | None) -> None:
     assert lattice_step(values) == (pytest.approx(step) if step is not None else None)
+
+
+def test_time_limited_solve_returns_its_best_placement_and_says_so() -> None:
+    from mipopt.solvers import SolverOptions
+    from mipopt.workloads.ibm import ibm_instance
+
+    inst = ibm_instance(80, seed=0)
+    sol = solve_exact(inst, options=SolverOptions(time_limit_s=0.3))
+    assert (sol.termination, sol.status) == (Termination.TIME_LIMIT, Status.FEASIBLE)
+    assert verify(inst, sol).valid
+    assert sol.message.endswith("not optimized: migrations")
+    assert sol.gap is None or sol.gap > 0  # None: stopped before the root LP gave a bound

@@ -275,3 +275,16 @@ def test_relative_gap():
     assert relative_gap(-10, -12) == pytest.approx(0.2)
     assert relative_gap(0, 1) == float("inf")
     assert relative_gap(None, 1) is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_variable_fixed_is_optimal_at_the_fixed_values(backend):
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.Integers, bounds=(0, 5))
+    m.y = pyo.Var(domain=pyo.Integers, bounds=(0, 5))
+    m.x.fix(2)
+    m.y.fix(3)
+    m.c = pyo.Constraint(expr=m.x + m.y <= 6)
+    m.o = pyo.Objective(expr=2 * m.x + m.y + 1, sense=pyo.maximize)
+    r = get_backend(backend).solve(m, PROOF)
+    assert (r.termination, r.status, r.objective) == (Termination.OPTIMAL, Status.OPTIMAL, 8)

@@ -71,12 +71,18 @@ class HighsBackend:
         runtime_s = time.perf_counter() - start
 
         info = h.getInfo()
-        has_solution = info.primal_solution_status == 2 and not unbounded  # 2: kSolutionStatusFeasible
+        if status == MS.kModelEmpty:  # every variable fixed or unused: the fixed values are the answer
+            status = MS.kOptimal
+            has_solution = True
+        else:
+            has_solution = info.primal_solution_status == 2 and not unbounded  # 2: kSolutionStatusFeasible
         objective = bound = None
         if has_solution:
             form.load(np.asarray(h.getSolution().col_value, dtype=float))
             objective = float(pyo.value(form.objective))
-            if form.integer.any():
+            if len(form.columns) == 0:
+                bound = objective
+            elif form.integer.any():
                 bound = float(info.mip_dual_bound)
             elif status == MS.kOptimal:
                 bound = objective

@@ -1,0 +1,383 @@
+"""GRMU's placement ILP as printed (``--model grmu-paper``), Eqs. 3-26 of the GRMU paper.
+
+The paper's variables, one for one: ``x[i,j]`` (VM i on host j), ``y[i,j,k]`` (its
+GPU instance on GPU k of host j), ``z[i,j,k]`` (start offset), ``alpha[i,i',j,k]``
+(order of two instances on one GPU), ``beta[i]`` (start = g_i beta_i),
+``phi[j]`` and ``gamma[j,k]`` (host and GPU powered on), ``m[i,j]`` and
+``omega[i,j,k]`` (allocation changed against the current placement x', y').
+Constraints carry their equation number (``eq12_order``, ``eq16_last_start`` ...).
+What the paper leaves out and the decision problem needs (running workloads kept,
+one ``+me`` per GPU, per-profile maxima, legal starts that are not the multiples
+of g_i, exact phi, m and omega) is added under names without a number.
+``models/grmu-paper.md`` reads beside this file, equation by equation.
+
+The model exists to reproduce the paper and to show why formulation matters: the
+overlap constraints (Eqs. 12-13) are big-M disjunctions over every ordered pair of
+workloads on every GPU, so the model has O(|N|^2 |GPUs|) binaries and an LP
+relaxation that knows almost nothing. :mod:`mipopt.formulations.grmu` is the same
+decision problem written tightly.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyomo.environ as pyo
+
+from mipopt.catalog import Profile
+from mipopt.instance import Instance
+
+__all__ = ["OBJECTIVES", "GrmuPaperModel", "build_grmu_paper"]
+
+#: The objectives of Eqs. 3-5. Intra-GPU start changes are not among them: Eq. 5 has
+#: no z', and pricing them would need a new binary per workload and GPU.
+OBJECTIVES = ("acceptance", "hardware", "migrations")
+
+
+@dataclass
+class GrmuPaperModel:
+    """A built paper-form model and the parameters needed to read placements in and out.
+
+    Attributes
+    ----------
+    instance
+        The instance the model was built from.
+    model
+        The Pyomo model, no objective active; objective expressions are ``model.obj_expr[name]``.
+    big_m
+        The constant B of Eqs. 12-15 and 17-18: the smallest single value valid for all of them.
+    g, s
+        Table 5's g_i (memory slots) and s_i (last legal start) of workload i on GPU k, keyed
+        ``(workload id, GPU id)``, for the GPUs whose model has the workload's profile and is
+        allowed to it.
+    regular
+        The ``(workload id, GPU id)`` pairs whose legal starts are exactly the multiples of g_i
+        up to s_i, so that Eqs. 14-16 state them; the others choose a start with ``lam``.
+    x_prev, y_prev
+        The parameters x'_ij and y'_ijk of Table 4 (the current placement).
+    stats
+        Model size: variables, constraints, binaries, alpha (ordering binaries), big_m.
+    objectives
+        The objective names :meth:`expression` knows.
+    """
+
+    instance: Instance
+    model: pyo.ConcreteModel
+    big_m: int
+    g: dict[tuple[str, str], int]
+    s: dict[tuple[str, str], int]
+    regular: set[tuple[str, str]]
+    x_prev: dict[tuple[str, str], int]
+    y_prev: dict[tuple[str, str, str], int]
+    stats: dict[str, int] = field(default_factory=dict)
+    objectives: tuple[str, ...] = OBJECTIVES
+
+    def expression(self, name: str) -> pyo.Expression:
+        """Objective ``name`` (Eq. 3, 4 or 5); pinned workloads' terms are included."""
+        return self.model.obj_expr[name]
+
+    def decode(self) -> dict[str, tuple[str, int]]:
+        """The placement in the model's current variable values: workload -> (GPU, start)."""
+        mdl = self.model
+        placed: dict[str, tuple[str, int]] = {}
+        for i, j, k in mdl.IJK:
+            value = mdl.y[i, j, k].value
+            if value is not None and value > 0.5:
+                placed[i] = (k, round(mdl.z[i, j, k].value))
+        return placed
+
+    def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
+        """Values of every variable, by name, that encode ``placed`` (a legal placement).
+
+        Absent instances get ``z = 0`` and ``beta = 0``; ``alpha[i,i',j,k]`` is 0 when i
+        comes before i' on GPU k, or i is absent there, and 1 otherwise. With B chosen as in
+        :func:`build_grmu_paper` these satisfy Eqs. 12-15 (``models/grmu-paper.md``, Big-M).
+        """
+        mdl = self.model
+        values: dict[str, float] = {}
+
+        def put(var: Any, value: float) -> None:
+            values[var.name] = float(value)
+
+        start_on = {(wid, gpu): start for wid, (gpu, start) in placed.items()}
+        host_on = {(wid, self.instance.gpu(gpu).host) for wid, (gpu, _) in placed.items()}
+        for i, j, k in mdl.IJK:
+            put(mdl.y[i, j, k], (i, k) in start_on)
+            put(mdl.z[i, j, k], start_on.get((i, k), 0))
+            put(mdl.omega[i, j, k], ((i, k) in start_on) != self.y_prev[i, j, k])
+        for i, j in mdl.IJ:
+            put(mdl.x[i, j], (i, j) in host_on)
+            put(mdl.m[i, j], ((i, j) in host_on) != self.x_prev[i, j])
+        for i in mdl.N:
+            gpu, start = placed.get(i, ("", 0))
+            put(mdl.beta[i], start // self.g[i, gpu] if (i, gpu) in self.regular else 0)
+        for i, j, k, t in mdl.LAM:
+            put(mdl.lam[i, j, k, t], start_on.get((i, k)) == t)
+        for i, ii, j, k in mdl.PAIRS:
+            zi, zii = start_on.get((i, k)), start_on.get((ii, k))
+            put(mdl.alpha[i, ii, j, k], zi is not None and (zii is None or zii < zi))
+        for j in mdl.M:
+            put(mdl.phi[j], any(h == j for _, h in host_on))
+        gpus_on = {gpu for gpu, _ in placed.values()}
+        for j, k in mdl.JK:
+            put(mdl.gamma[j, k], k in gpus_on)
+        return values
+
+
+def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPaperModel:
+    """Build the GRMU ILP of ``instance`` as the paper prints it (Eqs. 6-26).
+
+    Running workloads stay placed (``running_kept``); pinned ones have x, y, z and beta
+    fixed at their placement; new ones may be rejected. The objective expressions
+    ``acceptance`` (Eq. 3), ``hardware`` (Eq. 4) and ``migrations`` (Eq. 5) are built,
+    no objective is active.
+
+    Parameters
+    ----------
+    instance
+        Any valid instance; GPU models may differ between GPUs and hosts.
+    big_m
+        Override B. Only to show what a B below the smallest valid value does: it cuts
+        off feasible placements (``tests/test_grmu_paper.py``).
+
+    Returns
+    -------
+    GrmuPaperModel
+    """
+    inst = instance
+    gpus = inst.gpus
+    host_of = {gpu.id: gpu.host for gpu in gpus}
+    hosts = {h.id: h for h in inst.hosts}
+    work = {w.id: w for w in inst.workloads}
+    current = inst.current_placement()
+
+    # Table 5 per (workload, GPU): a workload's profile depends on the GPU's model
+    profile: dict[tuple[str, str], Profile] = {}
+    for w in inst.workloads:
+        for gpu in gpus:
+            p = inst.profile_on(w, gpu.model)
+            if p is not None:
+                profile[w.id, gpu.id] = p
+    g = {key: p.memory_slots for key, p in profile.items()}
+    s = {key: max(p.starts) for key, p in profile.items()}
+    regular = {key for key, p in profile.items() if set(p.starts) == set(range(0, s[key] + 1, g[key]))}
+
+    # H_jk: a code per GPU model (Table 5's 100 for A100 is one such code). h_i: the code of
+    # the one model workload i may use; a workload allowed on several models (or none) gets,
+    # per GPU, H_jk where it may run and 0 where not: one number cannot name a set of models.
+    code: dict[str, int] = {}
+    for gpu in gpus:
+        code.setdefault(gpu.model.name, len(code) + 1)
+    H = {gpu.id: code[gpu.model.name] for gpu in gpus}
+    h: dict[tuple[str, str], int] = {}
+    for w in inst.workloads:
+        usable = {H[gpu.id] for gpu in gpus if (w.id, gpu.id) in profile}
+        for gpu in gpus:
+            if len(usable) == 1:
+                h[w.id, gpu.id] = next(iter(usable))
+            else:
+                h[w.id, gpu.id] = H[gpu.id] if (w.id, gpu.id) in profile else 0
+
+    # B, the smallest single constant valid everywhere (models/grmu-paper.md, "Big-M"):
+    # Eqs. 12-13 need the largest GPU's slot count, Eq. 15 with i absent needs g_ik beta_i,
+    # Eqs. 17-18 with y = 0 need |h_i - H_jk|.
+    beta_max: dict[str, int] = defaultdict(int)
+    for key in regular:
+        beta_max[key[0]] = max(beta_max[key[0]], s[key] // g[key])
+    smallest = max(
+        [
+            max((gpu.model.slots for gpu in gpus), default=0),
+            *(g[key] * beta_max[key[0]] for key in regular),
+            *(abs(h[key] - H[key[1]]) for key in h),
+        ]
+    )
+    B = smallest if big_m is None else big_m
+
+    mdl = pyo.ConcreteModel(name=f"grmu-paper[{inst.name}]")
+    mdl.N = pyo.Set(initialize=[w.id for w in inst.workloads], ordered=True)
+    mdl.M = pyo.Set(initialize=list(hosts), ordered=True)
+    mdl.JK = pyo.Set(initialize=[(gpu.host, gpu.id) for gpu in gpus], dimen=2, ordered=True)
+    mdl.IJ = pyo.Set(initialize=[(i, j) for i in work for j in hosts], dimen=2, ordered=True)
+    mdl.IJK = pyo.Set(initialize=[(i, host_of[k], k) for i in work for k in host_of], dimen=3, ordered=True)
+    mdl.PAIRS = pyo.Set(
+        initialize=[(i, ii, j, k) for j, k in mdl.JK for i in work for ii in work if i != ii],
+        dimen=4,
+        ordered=True,
+    )
+    irregular = [(i, j, k) for i, j, k in mdl.IJK if (i, k) in profile and (i, k) not in regular]
+    mdl.LAM = pyo.Set(
+        initialize=[(i, j, k, t) for i, j, k in irregular for t in profile[i, k].starts],
+        dimen=4,
+        ordered=True,
+    )
+    gpus_of = {j: [k for jj, k in mdl.JK if jj == j] for j in hosts}
+
+    # parameters x', y' (Table 4): the current placement
+    x_prev = {(i, j): int(i in current and host_of[current[i][0]] == j) for i, j in mdl.IJ}
+    y_prev = {(i, j, k): int(i in current and current[i][0] == k) for i, j, k in mdl.IJK}
+
+    # Eq. 26, with finite bounds on z and beta so that CP-SAT accepts them
+    mdl.x = pyo.Var(mdl.IJ, domain=pyo.Binary)
+    mdl.y = pyo.Var(mdl.IJK, domain=pyo.Binary)
+    mdl.z = pyo.Var(
+        mdl.IJK, domain=pyo.NonNegativeIntegers, bounds=lambda _, i, j, k: (0, inst.gpu(k).model.slots)
+    )
+    mdl.alpha = pyo.Var(mdl.PAIRS, domain=pyo.Binary)
+    mdl.beta = pyo.Var(mdl.N, domain=pyo.Integers, bounds=lambda _, i: (0, beta_max[i]))
+    mdl.phi = pyo.Var(mdl.M, domain=pyo.Binary)
+    mdl.gamma = pyo.Var(mdl.JK, domain=pyo.Binary)
+    mdl.m = pyo.Var(mdl.IJ, domain=pyo.Binary)
+    mdl.omega = pyo.Var(mdl.IJK, domain=pyo.Binary)
+    mdl.lam = pyo.Var(mdl.LAM, domain=pyo.Binary)  # not in the paper: irregular legal starts
+    x, y, z, alpha, beta = mdl.x, mdl.y, mdl.z, mdl.alpha, mdl.beta
+
+    def size(i: str, j: str, k: str) -> Any:
+        """g_i y_ijk; g_i is 0 on a GPU without the profile (y_ijk is 0 there by Eqs. 17-18)."""
+        return g.get((i, k), 0) * y[i, j, k]
+
+    # Eqs. 6-7: host cpu and ram; None is unlimited
+    def capacity(attr: str) -> pyo.Constraint:
+        def rule(_: Any, j: str) -> Any:
+            cap = getattr(hosts[j], attr)
+            need = [(getattr(w, attr), w.id) for w in inst.workloads if getattr(w, attr) > 0]
+            if cap is None or not need:
+                return pyo.Constraint.Skip
+            return sum(a * x[i, j] for a, i in need) <= cap
+
+        return pyo.Constraint(mdl.M, rule=rule)
+
+    mdl.eq6_cpu = capacity("cpu")
+    mdl.eq7_ram = capacity("ram_gb")
+
+    # Eqs. 8-11: at most one host and one GPU, and the two agree
+    mdl.eq8_one_host = pyo.Constraint(mdl.N, rule=lambda _, i: sum(x[i, j] for j in hosts) <= 1)
+    mdl.eq9_one_gpu = pyo.Constraint(mdl.N, rule=lambda _, i: sum(y[i, j, k] for j, k in mdl.JK) <= 1)
+    mdl.eq10_gpu_if_host = pyo.Constraint(
+        mdl.IJ, rule=lambda _, i, j: x[i, j] <= sum(y[i, j, k] for k in gpus_of[j])
+    )
+    mdl.eq11_host_if_gpu = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: y[i, j, k] <= x[i, j])
+    # not in the paper: running workloads stay placed (there an eviction costs 2 delta_i)
+    mdl.running_kept = pyo.Constraint(list(current), rule=lambda _, i: sum(x[i, j] for j in hosts) == 1)
+
+    # Eqs. 12-13: no overlap, for every ordered pair on every GPU, placed there or not
+    mdl.eq12_order = pyo.Constraint(
+        mdl.PAIRS,
+        rule=lambda _, i, ii, j, k: z[i, j, k] + size(i, j, k) <= z[ii, j, k] + B * alpha[i, ii, j, k],
+    )
+    mdl.eq13_order = pyo.Constraint(
+        mdl.PAIRS,
+        rule=lambda _, i, ii, j, k: z[ii, j, k] + size(ii, j, k) <= z[i, j, k] + B * (1 - alpha[i, ii, j, k]),
+    )
+
+    # Eqs. 14-15: z = g_i beta_i when placed, where the legal starts are those multiples
+    on_grid = [(i, j, k) for i, j, k in mdl.IJK if (i, k) in regular]
+    mdl.eq14_start_multiple_le = pyo.Constraint(
+        on_grid, rule=lambda _, i, j, k: z[i, j, k] <= g[i, k] * beta[i] + B * (1 - y[i, j, k])
+    )
+    mdl.eq15_start_multiple_ge = pyo.Constraint(
+        on_grid, rule=lambda _, i, j, k: -z[i, j, k] <= -g[i, k] * beta[i] + B * (1 - y[i, j, k])
+    )
+    # not in the paper: any other set of legal starts (custom models) picks one with lam
+    mdl.start_choice = pyo.Constraint(
+        irregular,
+        rule=lambda _, i, j, k: sum(mdl.lam[i, j, k, t] for t in profile[i, k].starts) == y[i, j, k],
+    )
+    mdl.start_value = pyo.Constraint(
+        irregular,
+        rule=lambda _, i, j, k: z[i, j, k] == sum(t * mdl.lam[i, j, k, t] for t in profile[i, k].starts),
+    )
+
+    # Eq. 16: z at most the last legal start s_i (0 on a GPU without the profile)
+    mdl.eq16_last_start = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: z[i, j, k] <= s.get((i, k), 0))
+
+    # Eqs. 17-18: y_ijk = 1 only where h_i = H_jk
+    mdl.eq17_characteristic = pyo.Constraint(
+        mdl.IJK, rule=lambda _, i, j, k: h[i, k] <= H[k] + B * (1 - y[i, j, k])
+    )
+    mdl.eq18_characteristic = pyo.Constraint(
+        mdl.IJK, rule=lambda _, i, j, k: -h[i, k] <= -H[k] + B * (1 - y[i, j, k])
+    )
+
+    # not in the paper: one +me instance per GPU; per-profile maxima where the count could pass them
+    media: dict[str, list[str]] = defaultdict(list)
+    same: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for (i, k), p in profile.items():
+        same[k, p.name].append(i)
+        if p.media_extension:
+            media[k].append(i)
+    mdl.media_once = pyo.Constraint(
+        [k for k, ids in media.items() if len(ids) > 1],
+        rule=lambda _, k: sum(y[i, host_of[k], k] for i in media[k]) <= 1,
+    )
+    limit = {key: profile[ids[0], key[0]].max_instances for key, ids in same.items()}
+    mdl.profile_max = pyo.Constraint(
+        [key for key, ids in same.items() if len(ids) > limit[key]],
+        rule=lambda _, k, name: sum(y[i, host_of[k], k] for i in same[k, name]) <= limit[k, name],
+    )
+
+    # Eqs. 19-21: powered-on hosts and GPUs
+    mdl.eq19_host_on = pyo.Constraint(mdl.IJ, rule=lambda _, i, j: x[i, j] <= mdl.phi[j])
+    mdl.eq20_gpu_on = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: y[i, j, k] <= mdl.gamma[j, k])
+    mdl.eq21_gpu_off = pyo.Constraint(
+        mdl.JK, rule=lambda _, j, k: mdl.gamma[j, k] <= sum(y[i, j, k] for i in work)
+    )
+    # not in the paper: the host counterpart of Eq. 21, so that phi_j is 1 only on a used host
+    mdl.host_off = pyo.Constraint(mdl.M, rule=lambda _, j: mdl.phi[j] <= sum(x[i, j] for i in work))
+
+    # Eqs. 22-25: m >= |x - x'| and omega >= |y - y'|; the upper halves make them equal
+    mdl.eq22_m_up = pyo.Constraint(mdl.IJ, rule=lambda _, i, j: x[i, j] - x_prev[i, j] <= mdl.m[i, j])
+    mdl.eq23_m_down = pyo.Constraint(mdl.IJ, rule=lambda _, i, j: x_prev[i, j] - x[i, j] <= mdl.m[i, j])
+    mdl.m_exact = pyo.Constraint(
+        mdl.IJ, rule=lambda _, i, j: mdl.m[i, j] <= (1 - x[i, j] if x_prev[i, j] else x[i, j])
+    )
+    mdl.eq24_omega_up = pyo.Constraint(
+        mdl.IJK, rule=lambda _, i, j, k: y[i, j, k] - y_prev[i, j, k] <= mdl.omega[i, j, k]
+    )
+    mdl.eq25_omega_down = pyo.Constraint(
+        mdl.IJK, rule=lambda _, i, j, k: y_prev[i, j, k] - y[i, j, k] <= mdl.omega[i, j, k]
+    )
+    mdl.omega_exact = pyo.Constraint(
+        mdl.IJK,
+        rule=lambda _, i, j, k: mdl.omega[i, j, k] <= (1 - y[i, j, k] if y_prev[i, j, k] else y[i, j, k]),
+    )
+
+    # pinned workloads: every placement variable fixed at the current placement
+    for w in inst.workloads:
+        if not w.pinned:
+            continue
+        at, start = current[w.id]
+        for j, k in mdl.JK:
+            y[w.id, j, k].fix(int(k == at))
+            z[w.id, j, k].fix(start if k == at else 0)
+        for i, j, k, t in mdl.LAM:
+            if i == w.id:
+                mdl.lam[i, j, k, t].fix(int(k == at and t == start))
+        for j in hosts:
+            x[w.id, j].fix(int(host_of[at] == j))
+        beta[w.id].fix(start // g[w.id, at] if (w.id, at) in regular else 0)
+
+    # objectives, Eqs. 3-5; delta_i = 0 for new workloads, as the paper defines it
+    delta = {i: work[i].migration_weight if i in current else 0.0 for i in work}
+    exprs = {
+        "acceptance": sum(work[i].weight * x[i, j] for i, j in mdl.IJ),
+        "hardware": sum(
+            hosts[j].weight * (mdl.phi[j] + sum(mdl.gamma[j, k] for k in gpus_of[j])) for j in hosts
+        ),
+        "migrations": sum(
+            delta[i] * (mdl.m[i, j] + sum(mdl.omega[i, j, k] for k in gpus_of[j]))
+            for i, j in mdl.IJ
+            if delta[i] > 0
+        ),
+    }
+    mdl.obj_expr = pyo.Expression(list(OBJECTIVES), rule=lambda _, name: exprs[name])
+
+    stats = {
+        "variables": mdl.nvariables(),
+        "constraints": mdl.nconstraints(),
+        "binaries": sum(1 for v in mdl.component_data_objects(pyo.Var) if v.is_binary()),
+        "alpha": len(mdl.PAIRS),
+        "big_m": B,
+    }
+    return GrmuPaperModel(inst, mdl, B, g, s, regular, x_prev, y_prev, stats)
