@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import pyomo.environ as pyo
-from pyomo.core.base.var import VarData
 
 from mipopt.instance import Status, Termination
 
@@ -227,21 +226,6 @@ def single_objective(model: pyo.ConcreteModel) -> pyo.Objective:
             + (f" ({', '.join(o.name for o in objectives)})" if objectives else "")
         )
     return objectives[0]
-
-
-def set_warm_start(model: pyo.ConcreteModel, values: Mapping[str, float]) -> None:
-    """Put warm-start values on the model's variables by name.
-
-    Raises
-    ------
-    KeyError
-        If a name is not a variable of the model.
-    """
-    for name, value in values.items():
-        var = model.find_component(name)
-        if not isinstance(var, VarData):
-            raise KeyError(f"warm_start: {name!r} is not a variable of the model")
-        var.set_value(value, skip_validation=True)
 
 
 UNBOUNDED_MESSAGE = "unbounded: the objective improves without limit"
