@@ -236,20 +236,31 @@ def _summary(inst: Instance, sol: Solution) -> str:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from mipopt.exact import solve_exact
-    from mipopt.policies import first_fit
+    from mipopt.policies import first_fit, ibm_first_fit, load_balanced
     from mipopt.solvers import SolverOptions
 
     inst = _load_instance(args.instance)
     if args.method == "first-fit":
         sol = first_fit(inst)
+    elif args.method == "ibm-first-fit":
+        sol = ibm_first_fit(inst)
+    elif args.method == "load-balanced":
+        sol = load_balanced(inst)
     else:
         try:
             options = SolverOptions(
                 time_limit_s=args.time_limit, threads=args.threads, seed=args.seed, mip_rel_gap=args.gap
             )
-            sol = solve_exact(
-                inst, model=args.model, solver=args.solver, objective=args.objective, options=options
-            )
+            if args.model == "wpm":
+                from mipopt.wpm import solve_wpm
+
+                sol = solve_wpm(inst, use_case=args.use_case or "joint", solver=args.solver, options=options)
+            elif args.use_case is not None:
+                raise InstanceError("--use-case", "only --model wpm takes a use case so far")
+            else:
+                sol = solve_exact(
+                    inst, model=args.model, solver=args.solver, objective=args.objective, options=options
+                )
         except (InstanceError, ValueError) as err:
             raise BadInput(str(err)) from None
     if args.out:
@@ -434,13 +445,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _solver_arguments(p: argparse.ArgumentParser, *, time_limit: str) -> None:
+def _solver_arguments(p: argparse.ArgumentParser, *, time_limit: str, wpm: bool = False) -> None:
     """--model, --solver, --time-limit, --threads and --seed, shared by solve and sweep."""
     p.add_argument(
         "--model",
         default="grmu",
-        choices=["grmu", "grmu-paper"],
-        help="formulation: grmu, the tight form (default), or grmu-paper, Eqs. 3-26 as printed",
+        choices=["grmu", "grmu-paper", *(["wpm"] if wpm else [])],
+        help="formulation: grmu, the tight form (default), or grmu-paper, Eqs. 3-26 as printed"
+        + ("; wpm, IBM's profit MIP (see --use-case)" if wpm else ""),
     )
     p.add_argument("--solver", default="highs", choices=["highs", "cpsat"], help="backend (default: highs)")
     p.add_argument("--time-limit", type=float, metavar="S", help=time_limit)
@@ -483,11 +495,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance")
     p.add_argument(
         "--method",
-        choices=["exact", "first-fit"],
+        choices=["exact", "first-fit", "ibm-first-fit", "load-balanced"],
         default="exact",
-        help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default start",
+        help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default "
+        "start; ibm-first-fit, load-balanced: the IBM WPM baselines (GPUs and workloads by id / least utilized "
+        "GPU first, arrival order; first free index from 0)",
     )
-    _solver_arguments(p, time_limit="seconds over all stages")
+    _solver_arguments(p, time_limit="seconds over all stages", wpm=True)
+    p.add_argument(
+        "--use-case",
+        choices=["initial", "compaction", "reconfiguration", "joint"],
+        help="with --model wpm: initial (running stay), compaction, reconfiguration (running only), "
+        "joint (default: everything may move)",
+    )
     p.add_argument(
         "--objective",
         default="lex:acceptance,hardware,migrations",

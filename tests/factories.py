@@ -148,3 +148,17 @@ def instances(
     for kwargs in draw(st.permutations(running + new)):
         b.add_workload(**kwargs)
     return b.build()
+
+
+def capped_a100(workloads: int) -> Instance:
+    """One custom A100-40GB ("Capped-40GB") whose 1g.5gb may run only twice, with new 1g.5gb workloads w0, w1, ..."""
+    from mipopt.catalog import get_model, model_from_dict
+
+    data = get_model("A100-40GB").to_dict()
+    data["model"] = "Capped-40GB"
+    data["profiles"][0]["max_instances"] = 2
+    b = InstanceBuilder("capped", custom_models=[model_from_dict(data)])
+    b.add_host("h1", {"c0": "Capped-40GB"})
+    for k in range(workloads):
+        b.add_workload(f"w{k}", "1g.5gb")
+    return b.build()

@@ -113,7 +113,7 @@ def test_cli_offers_every_registered_model() -> None:
 
     solve = build_parser()._subparsers._group_actions[0].choices["solve"]  # type: ignore[union-attr]
     (model,) = [a for a in solve._actions if a.dest == "model"]
-    assert list(model.choices) == list(MODELS)
+    assert list(model.choices) == [*MODELS, "wpm"]  # WPM has its own driver (mipopt.wpm)
 
 
 def test_merged_lexicographic_stages_are_reported() -> None:

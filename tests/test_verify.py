@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from factories import GpuState, instances
+from factories import GpuState, capped_a100, instances
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -243,14 +243,7 @@ def test_hand_made_violation(make: Callable[[Instance], Solution], expected: lis
 
 def test_per_profile_maximum_alone() -> None:
     """A custom A100 whose 1g.5gb may run only twice: a third breaks that rule and no other."""
-    data = get_model("A100-40GB").to_dict()
-    data["model"] = "Capped-40GB"
-    data["profiles"][0]["max_instances"] = 2
-    b = InstanceBuilder("capped", custom_models=[model_from_dict(data)])
-    b.add_host("h1", {"c0": "Capped-40GB"})
-    for k in range(3):
-        b.add_workload(f"w{k}", "1g.5gb")
-    inst = b.build()
+    inst = capped_a100(3)
     report = verify(inst, solution(inst, {"w0": ("c0", 0), "w1": ("c0", 1), "w2": ("c0", 2)}))
     assert report.violations == ("GPU 'c0': 3 instances of 1g.5gb, at most 2",)
 
@@ -788,3 +781,170 @@ def test_first_fit_quickstart() -> None:
     # acceptance: seven placed, infer-g weighs 2; hardware: h1 (1 + 2) x 1 + h2 (1 + 1) x 1.5
     assert sol.objectives == report.objectives == Objectives(8.0, 6.0, 0.0)
     assert sol.metrics == report.metrics
+
+
+# --- IBM WPM Table 3 metrics by hand
+
+
+def ibm_fig4() -> Instance:
+    """A node consistent with the text of IBM's Figs. 4 and 5 (the figures are not in the text).
+
+    gpu1: w1 2g.20gb at 0, w2 1g.20gb at 2 (one compute, two slots: a stranded compute slice);
+    gpu2: w3 4g.40gb at 0, w4 and w5 1g.10gb at 4 and 5; gpu3: w6 3g.40gb at 0 (a stranded
+    compute slice), w7 1g.10gb at 4; gpu4 and gpu5 free. "13 slices out of 21" compute and "15
+    out of 24" memory used, "2 wasted compute slices (w_2 and w_6 being the culprits)"; gpu1 "has
+    availability for 3g.40gb" (slots 4-7) and gpu2 for "1g.20gb" (slots 6-7).
+    """
+    b = InstanceBuilder("ibm_fig4")
+    b.add_host("node", {f"gpu{k}": "A100-80GB" for k in range(1, 6)})
+    b.add_workload("w1", "2g.20gb", placement=("gpu1", 0))
+    b.add_workload("w2", "1g.20gb", placement=("gpu1", 2))
+    b.add_workload("w3", "4g.40gb", placement=("gpu2", 0))
+    b.add_workload("w4", "1g.10gb", placement=("gpu2", 4))
+    b.add_workload("w5", "1g.10gb", placement=("gpu2", 5))
+    b.add_workload("w6", "3g.40gb", placement=("gpu3", 0))
+    b.add_workload("w7", "1g.10gb", placement=("gpu3", 4))
+    return b.build()
+
+
+FIG4_COMPACTED = {"w6": ("gpu1", 4), "w7": ("gpu2", 6)}  # gpu3 vacated into the free partitions
+FIG5_ON_FREE_GPUS = {  # every workload to gpu4 and gpu5, nothing wasted
+    "w3": ("gpu4", 0),
+    "w6": ("gpu4", 4),
+    "w1": ("gpu5", 0),
+    "w4": ("gpu5", 2),
+    "w5": ("gpu5", 3),
+    "w7": ("gpu5", 4),
+    "w2": ("gpu5", 6),
+}
+FIG5_ON_USED_GPUS = {  # the same two layouts on gpu1 and gpu2
+    "w3": ("gpu1", 0),
+    "w6": ("gpu1", 4),
+    "w1": ("gpu2", 0),
+    "w4": ("gpu2", 2),
+    "w5": ("gpu2", 3),
+    "w7": ("gpu2", 4),
+    "w2": ("gpu2", 6),
+}
+
+TABLE3 = (
+    "active_gpus",
+    "used_compute_slices",
+    "used_memory_slots",
+    "compute_waste",
+    "memory_waste",
+    "available_gpu_slices",
+    "availability",
+    "pending_memory_slots",
+    "moved_memory_slots",
+    "sequential_migrations",
+)
+
+
+@pytest.mark.parametrize(
+    ("moves", "table3", "utilization"),
+    [
+        # before: 3 GPUs, 13 of 21 compute, 15 of 24 memory, w2 and w6 strand a compute slice each;
+        # free slices: gpu1 4-6, gpu2 6, gpu3 5-6, gpu4 and gpu5 all = 3 + 1 + 2 + 14
+        ({}, (3, 13, 15, 2, 0, 20, 20, 0, 0, 0), (15 / 24, 13 / 21)),
+        # compaction (Fig. 4): "13 slices out of 14" and "15 out of 16", "only 1 compute slice (w_2)
+        # and 1 memory slice (w_7) wasted", "moving workloads in size of 5 memory slices"; both
+        # targets were free partitions, so nothing is sequential; gpu3 to gpu5 free = 21 slices
+        (FIG4_COMPACTED, (2, 13, 15, 1, 1, 21, 21, 0, 5, 0), (15 / 16, 13 / 14)),
+        # reconfiguration (Fig. 5) onto the free GPUs: "the wastage [...] is completely avoided"
+        # and "an additional availability for another workload with 1 slice" (gpu5 slot 5);
+        # all 15 memory slices move, none to an occupied index: 21 + 1 free slices
+        (FIG5_ON_FREE_GPUS, (2, 13, 15, 0, 0, 22, 22, 0, 15, 0), (15 / 16, 13 / 14)),
+        # the same layout on gpu1 and gpu2 needs sequential steps ("Having free GPUs lifts the need
+        # for sequential migration steps"): w3 to gpu1 slots 0-3 (w1, w2 there), w1 to gpu2 slots
+        # 0-1 (w3), w7 to gpu2 slot 4 (w4). Not counted: w6 to gpu1 4-7 and w2 to gpu2 6-7, both
+        # free at the start, and w4, w5, new starts on their own GPU. Moved: w3 4 + w6 4 + w1 2
+        # + w7 1 + w2 2 = 13 slices.
+        (FIG5_ON_USED_GPUS, (2, 13, 15, 0, 0, 22, 22, 0, 13, 3), (15 / 16, 13 / 14)),
+    ],
+    ids=["initial", "fig4-compaction", "fig5-free-gpus", "fig5-used-gpus"],
+)
+def test_ibm_table3_on_fig4(
+    moves: dict[str, tuple[str, int]], table3: tuple[int, ...], utilization: tuple[float, float]
+) -> None:
+    inst = ibm_fig4()
+    where = inst.current_placement() | moves
+    report = verify(inst, solution(inst, where))
+    assert report.valid, report.violations
+    m = report.metrics
+    assert tuple(m[k] for k in TABLE3) == table3
+    assert (m["memory_utilization"], m["compute_utilization"]) == pytest.approx(utilization)
+    assert m["moved_memory_gb"] == 10 * m["moved_memory_slots"]  # 10 GB slices on the A100-80GB
+
+
+def two_gpus_moving() -> Instance:
+    """g1 holds a (3g.40gb at 4); g2 holds b (1g.10gb at 0) and c (2g.20gb at 4); g3 (h2) is free."""
+    b = InstanceBuilder("moving")
+    b.add_host("h1", {"g1": "A100-80GB", "g2": "A100-80GB"})
+    b.add_host("h2", {"g3": "A100-80GB"})
+    b.add_workload("a", "3g.40gb", placement=("g1", 4))
+    b.add_workload("b", "1g.10gb", placement=("g2", 0))
+    b.add_workload("c", "2g.20gb", placement=("g2", 4))
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    ("moves", "moved_slots", "sequential"),
+    [
+        ({}, 0, 0),
+        # c to g1 slots 0-1, free from the start: one step
+        ({"c": ("g1", 0)}, 2, 0),
+        # a to g2 slots 4-7 where c sits at the start: a must wait for c to leave
+        ({"a": ("g2", 4), "c": ("g1", 0)}, 6, 1),
+        # a swap: each target is held by the other at the start
+        ({"a": ("g2", 4), "c": ("g1", 4)}, 6, 2),
+        # a 3g onto g2 slots 0-3 covers b's slot 0 only; b goes to the free g3
+        ({"a": ("g2", 0), "b": ("g3", 0)}, 5, 1),
+        # b moves on its own GPU into c's old slots: a new start, not a move to another GPU
+        ({"b": ("g2", 4), "c": ("g1", 0)}, 2, 0),
+        # everything onto the free GPU of the other host: one step
+        ({"a": ("g3", 4), "b": ("g3", 0), "c": ("g3", 2)}, 7, 0),
+    ],
+    ids=["stay", "to-free-slots", "onto-a-leaver", "swap", "partial-overlap", "same-gpu", "free-gpu"],
+)
+def test_sequential_migrations_by_hand(
+    moves: dict[str, tuple[str, int]], moved_slots: int, sequential: int
+) -> None:
+    inst = two_gpus_moving()
+    report = verify(inst, solution(inst, inst.current_placement() | moves))
+    assert report.valid, report.violations
+    assert report.metrics["moved_memory_slots"] == moved_slots
+    assert report.metrics["sequential_migrations"] == sequential
+
+
+def test_pending_sizes_follow_table1() -> None:
+    # IBM Table 1, "# of GPU Slices": 7g.80gb 7, 4g.40gb 4, 3g.40gb 4, 2g.20gb 2, 1g.20gb 2,
+    # 1g.10gb 1, 1g.10gb+me 1; memory slices 8, 4, 4, 2, 2, 1, 1
+    b = InstanceBuilder("table1")
+    b.add_host("h1", {"g0": "A100-80GB"})
+    for name in ("7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb", "1g.20gb", "1g.10gb", "1g.10gb+me"):
+        b.add_workload(name, name)
+    inst = b.build()
+    _, m = evaluate(inst, {})
+    assert (m["available_gpu_slices"], m["pending_memory_slots"], m["availability"]) == (7, 22, 7 - 21)
+    # placing the 7g takes all seven slices and removes 7 from the pending size
+    _, m = evaluate(inst, {"7g.80gb": ("g0", 0)})
+    assert (m["available_gpu_slices"], m["pending_memory_slots"], m["availability"]) == (0, 14, 0 - 14)
+    # a 3g at 4 spans slices 4-6 (three), at 0 slices 0-3 (four): the free count follows
+    _, at4 = evaluate(inst, {"3g.40gb": ("g0", 4)})
+    _, at0 = evaluate(inst, {"3g.40gb": ("g0", 0)})
+    assert (at4["available_gpu_slices"], at0["available_gpu_slices"]) == (4, 3)
+
+
+def test_pending_workload_sized_on_the_first_model_that_runs_it() -> None:
+    # '1g.10gb' is two slots on the A100-40GB (listed first) and one on the A100-80GB; a workload
+    # restricted to a model the cluster lacks is sized on that model
+    b = InstanceBuilder("sizes")
+    b.add_host("h1", {"a": "A100-40GB", "b": "A100-80GB"})
+    b.add_workload("any", "1g.10gb")
+    b.add_workload("on-80", "1g.10gb", gpu_models=["A100-80GB"])
+    b.add_workload("elsewhere", "7g.80gb", gpu_models=["H100-80GB"])
+    inst = b.build()
+    _, m = evaluate(inst, {})
+    assert m["pending_memory_slots"] == 2 + 1 + 8
+    assert m["availability"] == 14 - (2 + 1 + 7)

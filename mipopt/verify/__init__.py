@@ -13,9 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from mipopt.catalog import Profile
+from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.geometry import reference as geo
-from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination
+from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination, Workload
 
 __all__ = ["Report", "evaluate", "solution_for", "verify"]
 
@@ -168,6 +168,52 @@ def verify(instance: Instance, solution: Solution) -> Report:
 def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Objectives, dict[str, float]]:
     """Objectives (GRMU Eqs. 3-5 as in ``docs/formats.md``) and metrics of a placement.
 
+    The metrics include those of the IBM WPM paper (Turkkan et al., Table 3), each
+    under one key; the paper's definitions, quoted, and how mipopt reads them:
+
+    * "# GPUs: Total number of GPUs with at least one workload in the final
+      placement": ``active_gpus``.
+    * "Memory Wastage: Total number of memory slices wasted in the final placement
+      (here due to placing a workload at index 6 with profile 19)" and "Compute
+      Wastage: Total unusable compute slices in the final placement (here due to
+      placing profile 9 workload at index 0, or profile 15 at any index other than
+      6)": ``memory_waste`` and ``compute_waste``, summed over instances with the
+      definitions of :mod:`mipopt.geometry.reference` (``docs/geometry.md``).
+    * "Availability: Number of available GPU slices remaining on the cluster after
+      all workloads are placed. If all workloads are not placed, availability is
+      calculated by subtracting the total pending workload size from the number of
+      available GPU slices": ``availability`` = ``available_gpu_slices`` minus the
+      pending workloads' sizes. A GPU slice (compute slice with its memory slots,
+      the paper's Fig. 2) is available when none of its slots is occupied, on every
+      GPU of the cluster, used or free; a slice an instance strands (3g at 0) is
+      not. A pending workload's size is in GPU slices too, the paper's Table 1
+      column "# of GPU Slices" (7g 7, 4g 4, 3g 4, 2g 2, 1g.20gb 2, 1g 1): the slices
+      its partition spans at its lowest start. Availability may be negative.
+    * "Migration Size: Total memory size of existing workloads moved to new GPUs in
+      the final placement": ``moved_memory_slots`` in memory slices, the unit of
+      the paper's Fig. 4 ("moving workloads in size of 5 memory slices, which we
+      denote as migration size"), and ``moved_memory_gb``; a new start on the same
+      GPU is not a move to a new GPU.
+    * "Pending Model Size: Total number of memory slices needed to place workloads
+      that remain in a pending state in the final placement":
+      ``pending_memory_slots``.
+    * "Sequential Migration: Number of existing workloads that need sequential
+      migration [...] when a workload is moved to another GPU in the final state,
+      and a suitable partition is not available at that index in the initial
+      state": ``sequential_migrations``, the running workloads moved to another GPU
+      whose target slots overlap slots occupied in the initial state (by any
+      running workload, including one that moves away, since it must leave
+      first). As the paper says, only moves to another GPU count.
+    * "Memory Utilization [...] ratio of used memory slices to the total available
+      memory slices in the used GPUs" and "Compute Utilization [...] ratio of the
+      used compute slices to the total available compute slices in used GPUs":
+      ``memory_utilization`` (occupied slots) and ``compute_utilization`` (the
+      profiles' compute; stranded slices are not used), as fractions.
+
+    A pending workload is sized on the first model of the instance's GPUs (in GPU
+    order) that may run it, else on the first model its ``gpu_models`` names; the
+    same profile name can mean different sizes on different models.
+
     Parameters
     ----------
     placed
@@ -180,9 +226,16 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         h.weight * ((h.id in active_hosts) + sum(g in active_gpus for g in h.gpus)) for h in instance.hosts
     )
 
+    initial: dict[str, int] = defaultdict(int)  # slot masks of the running state
+    for w in instance.running:
+        assert w.placement is not None
+        model = instance.gpu(w.placement.gpu).model
+        initial[w.placement.gpu] |= model.profile(w.profile).slot_mask(w.placement.start)
+
     migrations = 0.0
     moves = {"inter_host": 0, "inter_gpu": 0, "intra_gpu": 0}
     moved_memory_gb = 0.0
+    moved_memory_slots = sequential = 0
     for w in instance.running:
         assert w.placement is not None
         old_gpu, old_start = w.placement.gpu, w.placement.start
@@ -201,7 +254,11 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         elif start != old_start:
             moves["intra_gpu"] += 1
         if gpu != old_gpu:  # IBM's migration size counts moves to another GPU
-            moved_memory_gb += instance.gpu(gpu).model.profile(w.profile).memory_gb
+            target = instance.gpu(gpu).model.profile(w.profile)
+            moved_memory_gb += target.memory_gb
+            moved_memory_slots += target.memory_slots
+            if initial[gpu] & target.slot_mask(start):
+                sequential += 1
 
     masks: dict[str, int] = defaultdict(int)
     compute_used: dict[str, int] = defaultdict(int)
@@ -222,6 +279,17 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
     mem_used = sum(masks[g.id].bit_count() for g in active)
     cmp_used = sum(compute_used[g.id] for g in active)
     n_new = sum(1 for w in instance.new if w.id in placed)
+    available = sum(
+        sum(1 for slots in g.model.gpu_slices if not masks[g.id] & _slots_mask(slots)) for g in instance.gpus
+    )
+    pending_slots = pending_gpu_slices = 0
+    models = list(instance.models.values())
+    for w in instance.workloads:
+        sized = None if w.id in placed else _sized_on(instance, w, models)
+        if sized is not None:
+            model, profile = sized
+            pending_slots += profile.memory_slots
+            pending_gpu_slices += profile.compute + geo.compute_waste(model, profile, min(profile.starts))
     metrics: dict[str, float] = {
         "workloads": len(instance.workloads),
         "accepted": len(placed),
@@ -234,12 +302,17 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         "moves_inter_gpu": moves["inter_gpu"],
         "moves_intra_gpu": moves["intra_gpu"],
         "moved_memory_gb": moved_memory_gb,
+        "moved_memory_slots": moved_memory_slots,
+        "sequential_migrations": sequential,
         "compute_waste": compute_waste,
         "memory_waste": memory_waste,
         "used_memory_slots": mem_used,
         "used_compute_slices": cmp_used,
         "memory_utilization": mem_used / mem_total if mem_total else 0.0,
         "compute_utilization": cmp_used / cmp_total if cmp_total else 0.0,
+        "available_gpu_slices": available,
+        "pending_memory_slots": pending_slots,
+        "availability": available - pending_gpu_slices,
         "cc_total": sum(geo.configuration_capability(g.model, masks[g.id]) for g in instance.gpus),
         "fragmentation_fbk_total": sum(fbk),
         "fragmentation_fbk_mean_active": (
@@ -250,6 +323,25 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         "fragmentation_grmu_total": sum(grmu),
     }
     return Objectives(float(acceptance), float(hardware), float(migrations)), metrics
+
+
+def _slots_mask(slots: tuple[int, ...]) -> int:
+    return sum(1 << s for s in slots)
+
+
+def _sized_on(instance: Instance, w: Workload, models: list[GpuModel]) -> tuple[GpuModel, Profile] | None:
+    """The model a pending workload is sized on (see :func:`evaluate`) and its profile there."""
+    for model in models:
+        profile = instance.profile_on(w, model)
+        if profile is not None:
+            return model, profile
+    known = builtin_models() | {m.name: m for m in instance.custom_models}
+    for name in w.gpu_models or ():
+        named = known.get(name)
+        found = named.find(w.profile) if named is not None else None
+        if named is not None and found is not None:
+            return named, found
+    return None
 
 
 def solution_for(

@@ -1,0 +1,84 @@
+"""IBM's WPM: the four use cases on both backends, indexed and verified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mipopt.errors import InstanceError
+from mipopt.formulations.wpm import build_wpm
+from mipopt.instance import Instance, Termination
+from mipopt.io import load_instance
+from mipopt.solvers import SolverOptions
+from mipopt.verify import verify
+from mipopt.workloads.ibm import ibm_instance
+from mipopt.wpm import solve_wpm
+
+INSTANCES = Path(__file__).resolve().parents[1] / "instances"
+
+# (acceptance, hardware, migrations) per use case, checked against the GRMU optimum where they meet:
+# fbk_fig3 joint equals the GRMU lexicographic optimum (8, 3, 4); initial keeps every running
+# workload (hardware 4); compaction and reconfiguration leave the new workload out (7 of 8).
+EXPECTED = {
+    ("fbk_fig3", "initial"): (8, 4, 0),
+    ("fbk_fig3", "compaction"): (7, 3, 4),
+    ("fbk_fig3", "reconfiguration"): (7, 3, 4),
+    ("fbk_fig3", "joint"): (8, 3, 4),
+    ("ibm_fig7", "initial"): (5, 2, 0),
+    ("ibm_fig7", "joint"): (5, 2, 0),
+}
+
+
+def _case(name: str) -> Instance:
+    return load_instance(INSTANCES / f"{name}.json")
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+@pytest.mark.parametrize(("name", "use_case"), sorted(EXPECTED))
+def test_use_cases_reach_the_expected_objectives(name: str, use_case: str, solver: str) -> None:
+    inst = _case(name)
+    sol = solve_wpm(inst, use_case=use_case, solver=solver)
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert sol.termination is Termination.OPTIMAL
+    o = report.objectives
+    assert (o.acceptance, o.hardware, o.migrations) == EXPECTED[name, use_case]
+
+
+@pytest.mark.parametrize("use_case", ["initial", "compaction", "reconfiguration", "joint"])
+def test_use_case_rules_on_a_generated_cluster(use_case: str) -> None:
+    inst = ibm_instance(8, seed=0)
+    sol = solve_wpm(inst, use_case=use_case, options=SolverOptions(time_limit_s=30))
+    assert verify(inst, sol).valid
+    placed, home = sol.placed(), inst.current_placement()
+    assert all(w in placed for w in home)  # running workloads stay placed
+    if use_case == "initial":
+        assert all(placed[w] == at for w, at in home.items())
+    if use_case in ("compaction", "reconfiguration"):
+        assert not any(w.id in placed for w in inst.new)
+    if use_case == "compaction":  # no free GPU is opened
+        busy = {g for g, _ in home.values()}
+        assert {g for g, _ in placed.values()} <= busy
+
+
+def test_new_workloads_are_counted_per_class() -> None:
+    inst = ibm_instance(8, seed=0)
+    built = build_wpm(inst, "initial")
+    assert len(built.classes) <= 7 < len(inst.new)  # at most one class per A100-80GB profile
+    assert {w for members in built.classes.values() for w in members} == {w.id for w in inst.new}
+
+
+def test_unknown_use_case() -> None:
+    with pytest.raises(InstanceError, match=r"--use-case: unknown use case 'shuffle'"):
+        build_wpm(_case("fbk_fig3"), "shuffle")
+
+
+def test_cli_solves_a_use_case_and_refuses_it_for_grmu(tmp_path: Path) -> None:
+    from mipopt.cli import main
+
+    out = tmp_path / "sol.json"
+    path = str(INSTANCES / "fbk_fig3.json")
+    assert main(["solve", path, "--model", "wpm", "--use-case", "compaction", "--out", str(out)]) == 0
+    assert main(["verify", path, str(out)]) == 0
+    assert main(["solve", path, "--use-case", "initial"]) == 2
