@@ -255,11 +255,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 from mipopt.wpm import solve_wpm
 
                 sol = solve_wpm(inst, use_case=args.use_case or "joint", solver=args.solver, options=options)
-            elif args.use_case is not None:
-                raise InstanceError("--use-case", "only --model wpm takes a use case so far")
             else:
                 sol = solve_exact(
-                    inst, model=args.model, solver=args.solver, objective=args.objective, options=options
+                    inst,
+                    model=args.model,
+                    solver=args.solver,
+                    objective=args.objective,
+                    options=options,
+                    use_case=args.use_case,
                 )
         except (InstanceError, ValueError) as err:
             raise BadInput(str(err)) from None
@@ -505,8 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--use-case",
         choices=["initial", "compaction", "reconfiguration", "joint"],
-        help="with --model wpm: initial (running stay), compaction, reconfiguration (running only), "
-        "joint (default: everything may move)",
+        help="the WPM paper's questions, for wpm and grmu: initial (running workloads stay), compaction "
+        "(running only, onto used GPUs), reconfiguration (running only, anywhere), joint (default: all may move)",
     )
     p.add_argument(
         "--objective",

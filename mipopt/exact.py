@@ -28,7 +28,7 @@ from pyomo.core.expr.visitor import identify_variables
 from pyomo.repn import generate_standard_repn
 
 from mipopt.errors import InstanceError
-from mipopt.formulations import MODELS, OBJECTIVES, SENSE, build
+from mipopt.formulations import MODELS, OBJECTIVES, SENSE, Formulation, build, build_grmu
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.policies import first_fit
 from mipopt.solvers import SolverOptions, get_backend
@@ -109,6 +109,7 @@ def solve_exact(
     options: SolverOptions | None = None,
     warm_start: bool = True,
     bounds: Sequence[tuple[str, str, float]] = (),
+    use_case: str | None = None,
 ) -> Solution:
     """Solve ``instance`` exactly and return the solution with the verifier's objectives.
 
@@ -124,6 +125,11 @@ def solve_exact(
         Time limit (over all stages), threads, seed, gap; the gap defaults to 0 (proof).
     warm_start
         Seed the backend with first fit where it accepts a starting solution.
+    use_case
+        The WPM paper's questions on the tight model (``grmu`` only): ``initial`` (running
+        workloads stay where they are), ``compaction`` (running workloads only, onto GPUs
+        already in use), ``reconfiguration`` (running workloads only, anywhere), ``joint``
+        (everything may move: the default behaviour). New workloads left out are rejected.
     bounds
         Epsilon constraints ``(objective, "<=" or ">=", value)`` added before the
         first stage, e.g. ``("hardware", "<=", 5)``.
@@ -136,12 +142,12 @@ def solve_exact(
         options = replace(options, mip_rel_gap=0.0)
     backend = get_backend(solver)
     t0 = time.perf_counter()
-    built = build(model, instance)
+    work, built = _build(instance, model, use_case)
     missing = [n for n in spec.names if n not in built.objectives]
     if missing:
         raise InstanceError("--objective", f"model {model} has no objective {missing[0]!r}")
     m = built.model
-    start = first_fit(instance) if warm_start and backend.capabilities.supports_warm_start else None
+    start = first_fit(work) if warm_start and backend.capabilities.supports_warm_start else None
     incumbent = start.placed() if start else None
 
     if spec.mode == "weighted":
@@ -245,7 +251,7 @@ def solve_exact(
     return solution_for(
         instance,
         incumbent if incumbent is not None else built.decode(),
-        method=_method(model, solver, spec),
+        method=_method(model, solver, spec) + (f", {use_case}" if use_case else ""),
         termination=termination,
         status=status,
         runtime_s=time.perf_counter() - t0,
@@ -327,6 +333,29 @@ def _range(expr: Any) -> float | None:
             return None
         total += abs(c) * (ub - lb)
     return total
+
+
+USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
+
+
+def _build(instance: Instance, model: str, use_case: str | None) -> tuple[Instance, Formulation]:
+    """The instance the model sees and the built model, for a use case (None: the instance as is)."""
+    if use_case is None or use_case == "joint":
+        return instance, build(model, instance)
+    if use_case not in USE_CASES:
+        raise InstanceError("--use-case", f"unknown use case {use_case!r} (known: {', '.join(USE_CASES)})")
+    if model != "grmu":
+        raise InstanceError("--use-case", f"model {model} takes no use case (grmu and wpm do)")
+    if use_case == "initial":
+        return instance, build_grmu(instance, fixed=[w.id for w in instance.running])
+    work = replace(instance, workloads=instance.running)  # the new workloads wait
+    built = build_grmu(work)
+    if use_case == "compaction":  # onto GPUs already in use: the free ones stay off
+        busy = {g for g, _ in work.current_placement().values()}
+        for g in work.gpus:
+            if g.id not in busy:
+                built.model.U[g.id].fix(0)
+    return work, built
 
 
 def _is_constant(expr: pyo.Expression) -> bool:
