@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mipopt.io import write_atomic
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 
@@ -196,9 +198,7 @@ def replace_section(readme: Path, name: str, content: str) -> None:
     else:
         text = text[:i] + block + text[j + len(end) :]
     readme.parent.mkdir(parents=True, exist_ok=True)
-    tmp = readme.with_name(readme.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(readme)
+    write_atomic(readme, lambda fh: fh.write(text), text=True)
 
 
 def median(values: Iterable[float]) -> float:

@@ -125,9 +125,9 @@ EXACT_COLUMNS = [
 ]  # fmt: skip
 
 
-def _bench_exact(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+def _bench_exact(monkeypatch: pytest.MonkeyPatch, script: Path = EXACT_SCRIPT) -> ModuleType:
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("bench_exact", EXACT_SCRIPT)
+    spec = importlib.util.spec_from_file_location(script.stem, script)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -202,3 +202,21 @@ def test_exact_targets_pass_and_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert verdict((80, "grmu", "cpsat"), [9.0], 60) == "-"
     assert verdict((400, "grmu", "highs"), [9.0], 60) == "-"
+
+
+@pytest.mark.slow
+def test_wpm_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench_exact(monkeypatch, ROOT / "benchmarks" / "bench_wpm.py")
+    readme = tmp_path / "README.md"
+    assert bench.main(["--sizes", "8", "--seeds", "1", "--out-dir", str(tmp_path), "--readme", str(readme)]) == 0
+    with (tmp_path / "wpm.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["valid"] for r in rows} == {"True"}
+    by = {(r["use_case"], r["approach"]): r for r in rows}
+    for use_case in ("initial", "compaction", "reconfiguration"):
+        assert by[use_case, "wpm"]["termination"] == by[use_case, "grmu"]["termination"] == "optimal"
+    # seed 0 at 8 GPUs: the MIPs place all 50 compute slices' worth, the baselines less
+    assert float(by["initial", "wpm"]["acceptance"]) == float(by["initial", "grmu"]["acceptance"]) == 50
+    assert float(by["initial", "first-fit"]["acceptance"]) < 50
+    assert float(by["compaction", "wpm"]["active_gpus"]) < float(by["compaction", "wpm"]["gpus_before"])
+    assert "| 8 | compaction | wpm |" in readme.read_text()
