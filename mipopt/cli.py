@@ -236,16 +236,12 @@ def _summary(inst: Instance, sol: Solution) -> str:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from mipopt.exact import solve_exact
-    from mipopt.policies import first_fit, ibm_first_fit, load_balanced
+    from mipopt.policies import BATCH
     from mipopt.solvers import SolverOptions
 
     inst = _load_instance(args.instance)
-    if args.method == "first-fit":
-        sol = first_fit(inst)
-    elif args.method == "ibm-first-fit":
-        sol = ibm_first_fit(inst)
-    elif args.method == "load-balanced":
-        sol = load_balanced(inst)
+    if args.method in BATCH:
+        sol = BATCH[args.method](inst)
     else:
         try:
             options = SolverOptions(
@@ -498,11 +494,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance")
     p.add_argument(
         "--method",
-        choices=["exact", "first-fit", "ibm-first-fit", "load-balanced"],
+        choices=[
+            "exact",
+            "first-fit",
+            "ibm-first-fit",
+            "load-balanced",
+            "ibm-initial",
+            "ibm-compaction",
+            "ibm-reconfiguration",
+        ],
         default="exact",
         help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default "
         "start; ibm-first-fit, load-balanced: the IBM WPM baselines (GPUs and workloads by id / least utilized "
-        "GPU first, arrival order; first free index from 0)",
+        "GPU first, arrival order; first free index from 0); ibm-initial, ibm-compaction, ibm-reconfiguration: "
+        "the IBM WPM rule-based heuristics (section 4.2)",
     )
     _solver_arguments(p, time_limit="seconds over all stages", wpm=True)
     p.add_argument(

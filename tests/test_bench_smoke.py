@@ -208,7 +208,9 @@ def test_exact_targets_pass_and_fail(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_wpm_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bench = _bench_exact(monkeypatch, ROOT / "benchmarks" / "bench_wpm.py")
     readme = tmp_path / "README.md"
-    assert bench.main(["--sizes", "8", "--seeds", "1", "--out-dir", str(tmp_path), "--readme", str(readme)]) == 0
+    assert (
+        bench.main(["--sizes", "8", "--seeds", "1", "--out-dir", str(tmp_path), "--readme", str(readme)]) == 0
+    )
     with (tmp_path / "wpm.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["valid"] for r in rows} == {"True"}

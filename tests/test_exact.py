@@ -146,3 +146,12 @@ def test_time_limited_solve_returns_its_best_placement_and_says_so() -> None:
     assert verify(inst, sol).valid
     assert sol.message.endswith("not optimized: migrations")
     assert sol.gap is None or sol.gap > 0  # None: stopped before the root LP gave a bound
+
+
+def test_cli_offers_every_batch_heuristic() -> None:
+    from mipopt.cli import build_parser
+    from mipopt.policies import BATCH
+
+    solve = build_parser()._subparsers._group_actions[0].choices["solve"]  # type: ignore[union-attr]
+    (method,) = [a for a in solve._actions if a.dest == "method"]
+    assert list(method.choices) == ["exact", *BATCH]

@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, Solution, Status, Termination, Workload
+from mipopt.preprocess.partitions import preference_order
 from mipopt.verify import solution_for
 
 __all__ = ["ibm_first_fit", "id_key", "load_balanced"]
@@ -120,6 +121,44 @@ class _Cluster:
         self.cpu[self.host[k]] += w.cpu
         self.ram[self.host[k]] += w.ram_gb
         self.placed[w.id] = (gpu.id, start)
+
+    def remove(self, w: Workload) -> tuple[str, int]:
+        """Take ``w`` off its GPU (the inverse of :meth:`place`); returns where it was."""
+        gpu_id, start = self.placed.pop(w.id)
+        k = self.position[gpu_id]
+        profile = self.instance.gpus[k].model.profile(w.profile)
+        self.mask[k] &= ~profile.slot_mask(start)
+        self.used[k] -= profile.memory_slots + profile.compute
+        self.count[k, self.instance.gpus[k].model.profiles.index(profile)] -= 1
+        if profile.media_extension:  # at most one +me instance per GPU
+            self.media[k] = False
+        self.cpu[self.host[k]] -= w.cpu
+        self.ram[self.host[k]] -= w.ram_gb
+        return gpu_id, start
+
+    def copy(self) -> _Cluster:
+        """An independent copy, for trial placements that may be thrown away."""
+        other = object.__new__(_Cluster)
+        other.__dict__.update(self.__dict__)
+        for name in ("mask", "used", "media", "count", "cpu", "ram"):
+            setattr(other, name, getattr(self, name).copy())
+        other.placed = dict(self.placed)
+        return other
+
+    def joint_size(self, w: Workload) -> npt.NDArray[np.int64]:
+        """Per GPU, the memory slots plus compute slices ``w`` takes there (0 where it cannot run)."""
+        size = np.zeros(len(self.mask), dtype=np.int64)
+        for model, ks in self.groups:
+            profile = self.instance.profile_on(w, model)
+            if profile is not None:
+                size[ks] = profile.memory_slots + profile.compute
+        return size
+
+    def preferred_start(self, w: Workload, k: int, bits: int) -> int:
+        """The first start of Table 1's preference order among the legal free ``bits`` of GPU ``k``."""
+        model = self.instance.gpus[k].model
+        profile = model.profile(w.profile)
+        return next(s for s in preference_order(model, profile) if bits >> s & 1)
 
     def place_first(self, w: Workload, *, balanced: bool) -> None:
         """Place ``w`` on the first GPU in the baseline's order that takes it, or leave it pending.
