@@ -502,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
             "ibm-initial",
             "ibm-compaction",
             "ibm-reconfiguration",
+            "ibm-joint",
         ],
         default="exact",
         help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default "

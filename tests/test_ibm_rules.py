@@ -268,3 +268,20 @@ def test_command_line(use_case: str, capsys: pytest.CaptureFixture[str]) -> None
     assert got == POLICIES[use_case](load_instance(INSTANCES / "ibm_fig7.json")).placed()
     # initial places two of the three new workloads; the others leave them all pending
     assert len(sol["rejected"]) == (1 if use_case == "initial" else 3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_joint_rules_reconfigure_then_deploy(seed: int) -> None:
+    from mipopt.policies import ibm_joint
+
+    inst = ibm_instance(8, seed=seed)
+    sol = ibm_joint(inst)
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    placed = sol.placed()
+    assert all(w.id in placed for w in inst.running)
+    # the running workloads land where reconfiguration puts them; the new ones are then deployed
+    reconf = ibm_reconfiguration(inst).placed()
+    assert {w.id: placed[w.id] for w in inst.running} == {w.id: reconf[w.id] for w in inst.running}
+    mip = verify(inst, solve_wpm(inst, use_case="joint")).objectives
+    assert report.objectives.acceptance <= mip.acceptance

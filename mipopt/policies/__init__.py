@@ -5,7 +5,7 @@ from collections.abc import Callable
 from mipopt.instance import Instance, Solution
 from mipopt.policies.first_fit import first_fit
 from mipopt.policies.ibm_baselines import ibm_first_fit, load_balanced
-from mipopt.policies.ibm_rules import ibm_compaction, ibm_initial, ibm_reconfiguration
+from mipopt.policies.ibm_rules import ibm_compaction, ibm_initial, ibm_joint, ibm_reconfiguration
 
 #: Batch heuristics by their ``mipopt solve --method`` name.
 BATCH: dict[str, Callable[[Instance], Solution]] = {
@@ -15,6 +15,7 @@ BATCH: dict[str, Callable[[Instance], Solution]] = {
     "ibm-initial": ibm_initial,
     "ibm-compaction": ibm_compaction,
     "ibm-reconfiguration": ibm_reconfiguration,
+    "ibm-joint": ibm_joint,
 }
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ibm_compaction",
     "ibm_first_fit",
     "ibm_initial",
+    "ibm_joint",
     "ibm_reconfiguration",
     "load_balanced",
 ]
