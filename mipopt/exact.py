@@ -32,7 +32,7 @@ from mipopt.formulations import MODELS, OBJECTIVES, SENSE, Formulation, build, b
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.policies import first_fit
 from mipopt.solvers import SolverOptions, get_backend
-from mipopt.verify import solution_for
+from mipopt.verify import no_solution, solution_for
 
 DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
 
@@ -141,6 +141,7 @@ def solve_exact(
     if options.mip_rel_gap is None:
         options = replace(options, mip_rel_gap=0.0)
     backend = get_backend(solver)
+    method = f"{model} / {solver}, {spec}" + (f", {use_case}" if use_case else "")
     t0 = time.perf_counter()
     work, built = _build(instance, model, use_case)
     missing = [n for n in spec.names if n not in built.objectives]
@@ -176,11 +177,9 @@ def solve_exact(
         expr = built.expression(name)
         if _is_constant(expr):  # pyomo refuses trivial constraints; a violated one makes the run infeasible
             if not (pyo.value(expr) <= value if op == "<=" else pyo.value(expr) >= value):
-                return _no_solution(
+                return _none(
                     instance,
-                    model,
-                    solver,
-                    spec,
+                    method,
                     Termination.INFEASIBLE,
                     t0,
                     f"{name} is {pyo.value(expr):g}, cannot be {op} {value:g}",
@@ -213,7 +212,7 @@ def solve_exact(
         if result.status is Status.NONE:
             notes.append(f"{names}: {result.termination.value} {result.message}".strip())
             if not solved:
-                return _no_solution(instance, model, solver, spec, result.termination, t0, "; ".join(notes))
+                return _none(instance, method, result.termination, t0, "; ".join(notes))
             # a later stage ran out of time: the earlier stages' placement is still a solution
             termination, status = result.termination, Status.FEASIBLE
             break
@@ -244,14 +243,14 @@ def solve_exact(
         result = backend.solve(m, replace(options, warm_start=start_values))
         if result.status is Status.NONE:
             notes.append(f"feasibility: {result.termination.value} {result.message}".strip())
-            return _no_solution(instance, model, solver, spec, result.termination, t0, "; ".join(notes))
+            return _none(instance, method, result.termination, t0, "; ".join(notes))
         if result.termination is not Termination.OPTIMAL:
             termination, status = result.termination, Status.FEASIBLE
         incumbent = built.decode()
     return solution_for(
         instance,
         incumbent if incumbent is not None else built.decode(),
-        method=_method(model, solver, spec) + (f", {use_case}" if use_case else ""),
+        method=method,
         termination=termination,
         status=status,
         runtime_s=time.perf_counter() - t0,
@@ -362,27 +361,7 @@ def _is_constant(expr: pyo.Expression) -> bool:
     return not any(True for _ in identify_variables(expr))
 
 
-def _no_solution(
-    instance: Instance,
-    model: str,
-    solver: str,
-    spec: ObjectiveSpec,
-    termination: Termination,
-    t0: float,
-    message: str,
-) -> Solution:
-    """A run that found no placement; every new workload is listed as rejected."""
-    return Solution(
-        instance=instance.name,
-        method=_method(model, solver, spec),
-        termination=termination,
-        status=Status.NONE,
-        placements=(),
-        rejected=tuple(w.id for w in instance.workloads if not w.running),
-        runtime_s=time.perf_counter() - t0,
-        message=message,
+def _none(instance: Instance, method: str, termination: Termination, t0: float, message: str) -> Solution:
+    return no_solution(
+        instance, method=method, termination=termination, runtime_s=time.perf_counter() - t0, message=message
     )
-
-
-def _method(model: str, solver: str, spec: ObjectiveSpec) -> str:
-    return f"{model} / {solver}, {spec}"

@@ -21,7 +21,7 @@ from mipopt.formulations.wpm import WpmModel, WpmWeights, build_wpm
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.preprocess import index_solution
 from mipopt.solvers import SolverOptions, get_backend
-from mipopt.verify import solution_for
+from mipopt.verify import no_solution, solution_for
 
 
 def gpu_contents(built: WpmModel) -> dict[str, list[str]]:
@@ -91,13 +91,10 @@ def solve_wpm(
             ),
         )
         if result.status is Status.NONE:
-            return Solution(
-                instance=instance.name,
+            return no_solution(
+                instance,
                 method=method,
                 termination=result.termination,
-                status=Status.NONE,
-                placements=(),
-                rejected=tuple(w.id for w in instance.new),
                 runtime_s=time.perf_counter() - t0,
                 message=f"{result.termination.value}: {result.message}",
             )

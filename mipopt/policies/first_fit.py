@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from mipopt.geometry import NO_START, tables_for
-from mipopt.instance import Instance, Solution, Status, Termination
-from mipopt.verify import solution_for
+from mipopt.instance import Instance, Solution
+from mipopt.policies.base import completed
 
 METHOD = "first-fit (hosts and GPUs in order, driver default start)"
 
@@ -60,14 +60,7 @@ def first_fit(instance: Instance) -> Solution:
             if start is not None:
                 occupy(w.id, *start)
                 break
-    return solution_for(
-        instance,
-        placed,
-        method=METHOD,
-        termination=Termination.COMPLETED,
-        status=Status.FEASIBLE,
-        runtime_s=time.perf_counter() - t0,
-    )
+    return completed(instance, placed, METHOD, t0)
 
 
 def _first_gpu(

@@ -39,9 +39,9 @@ import numpy as np
 import numpy.typing as npt
 
 from mipopt.geometry import tables_for
-from mipopt.instance import Instance, Solution, Status, Termination, Workload
+from mipopt.instance import Instance, Solution, Workload
+from mipopt.policies.base import completed
 from mipopt.preprocess.partitions import preference_order
-from mipopt.verify import solution_for
 
 __all__ = ["ibm_first_fit", "id_key", "load_balanced"]
 
@@ -198,7 +198,7 @@ def ibm_first_fit(instance: Instance) -> Solution:
     cluster = _Cluster(instance)
     for w in sorted(instance.new, key=lambda w: id_key(w.id)):
         cluster.place_first(w, balanced=False)
-    return _solution(instance, cluster, METHOD_FIRST_FIT, t0)
+    return completed(instance, cluster.placed, METHOD_FIRST_FIT, t0)
 
 
 def load_balanced(instance: Instance) -> Solution:
@@ -223,15 +223,4 @@ def load_balanced(instance: Instance) -> Solution:
     cluster = _Cluster(instance)
     for w in instance.new:
         cluster.place_first(w, balanced=True)
-    return _solution(instance, cluster, METHOD_LOAD_BALANCED, t0)
-
-
-def _solution(instance: Instance, cluster: _Cluster, method: str, t0: float) -> Solution:
-    return solution_for(
-        instance,
-        cluster.placed,
-        method=method,
-        termination=Termination.COMPLETED,
-        status=Status.FEASIBLE,
-        runtime_s=time.perf_counter() - t0,
-    )
+    return completed(instance, cluster.placed, METHOD_LOAD_BALANCED, t0)

@@ -28,9 +28,9 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
-from mipopt.instance import Instance, Placement, Solution, Status, Termination, Workload
+from mipopt.instance import Instance, Placement, Solution, Workload
+from mipopt.policies.base import completed
 from mipopt.policies.ibm_baselines import _Cluster
-from mipopt.verify import solution_for
 
 __all__ = ["ibm_compaction", "ibm_initial", "ibm_joint", "ibm_reconfiguration", "min_gpus"]
 
@@ -109,11 +109,16 @@ def ibm_initial(instance: Instance) -> Solution:
         ``termination`` completed, ``status`` feasible.
     """
     t0 = time.perf_counter()
+    return completed(instance, _deployed(instance), METHOD_INITIAL, t0)
+
+
+def _deployed(instance: Instance) -> dict[str, tuple[str, int]]:
+    """Initial deployment's placement (see :func:`ibm_initial`)."""
     cluster = _Cluster(instance)
     everywhere = np.ones(len(instance.gpus), dtype=bool)
     for w in _by_size(instance, instance.new):
         _assign(cluster, w, everywhere)
-    return _solution(instance, cluster.placed, METHOD_INITIAL, t0)
+    return cluster.placed
 
 
 def _try_vacate(cluster: _Cluster, k: int, targets: npt.NDArray[np.bool_]) -> _Cluster | None:
@@ -227,7 +232,7 @@ def ibm_compaction(instance: Instance) -> Solution:
             vacated |= gone
 
     placed = {wid: where for wid, where in cluster.placed.items() if instance.workload(wid).running}
-    return _solution(instance, placed, METHOD_COMPACTION, t0)
+    return completed(instance, placed, METHOD_COMPACTION, t0)
 
 
 def _on(cluster: _Cluster, k: int) -> list[Workload]:
@@ -308,6 +313,11 @@ def ibm_reconfiguration(instance: Instance) -> Solution:
         ``termination`` completed, ``status`` feasible; new workloads rejected.
     """
     t0 = time.perf_counter()
+    return completed(instance, _reconfigured(instance), METHOD_RECONFIGURATION, t0)
+
+
+def _reconfigured(instance: Instance) -> dict[str, tuple[str, int]]:
+    """Reconfiguration's placement of the running workloads (see :func:`ibm_reconfiguration`)."""
     base = _Cluster(instance)
     ranked = _by_utilization(base, np.arange(len(instance.gpus)))
     movable = [w for w in instance.running if not w.pinned]
@@ -320,9 +330,9 @@ def ibm_reconfiguration(instance: Instance) -> Solution:
         chosen = pinned_gpus + others[: n - len(pinned_gpus)]
         placed = _redeploy(base, movable, chosen)
         if placed is not None:
-            return _solution(instance, placed, METHOD_RECONFIGURATION, t0)
+            return placed
         n += 1
-    return _solution(instance, instance.current_placement(), METHOD_RECONFIGURATION, t0)
+    return instance.current_placement()
 
 
 def _media(cluster: _Cluster, w: Workload, k: int) -> bool:
@@ -356,17 +366,6 @@ def _redeploy(
     return cluster.placed
 
 
-def _solution(instance: Instance, placed: dict[str, tuple[str, int]], method: str, t0: float) -> Solution:
-    return solution_for(
-        instance,
-        placed,
-        method=method,
-        termination=Termination.COMPLETED,
-        status=Status.FEASIBLE,
-        runtime_s=time.perf_counter() - t0,
-    )
-
-
 def ibm_joint(instance: Instance) -> Solution:
     """The joint question with the rules: reconfigure the running workloads, then deploy the new ones.
 
@@ -376,11 +375,11 @@ def ibm_joint(instance: Instance) -> Solution:
     count against where they ran at the start.
     """
     t0 = time.perf_counter()
-    moved = ibm_reconfiguration(instance).placed()
+    moved = _reconfigured(instance)
     after = replace(
         instance,
         workloads=tuple(
             replace(w, placement=Placement(*moved[w.id])) if w.id in moved else w for w in instance.workloads
         ),
     )
-    return _solution(instance, ibm_initial(after).placed(), METHOD_JOINT, t0)
+    return completed(instance, _deployed(after), METHOD_JOINT, t0)

@@ -17,7 +17,7 @@ from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.geometry import reference as geo
 from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination, Workload
 
-__all__ = ["Report", "evaluate", "solution_for", "verify"]
+__all__ = ["Report", "evaluate", "no_solution", "solution_for", "verify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,5 +373,21 @@ def solution_for(
         bound=bound,
         gap=gap,
         metrics=metrics,
+        message=message,
+    )
+
+
+def no_solution(
+    instance: Instance, *, method: str, termination: Termination, runtime_s: float, message: str
+) -> Solution:
+    """A run that found no placement: status none, every new workload listed as rejected."""
+    return Solution(
+        instance=instance.name,
+        method=method,
+        termination=termination,
+        status=Status.NONE,
+        placements=(),
+        rejected=tuple(w.id for w in instance.new),
+        runtime_s=runtime_s,
         message=message,
     )

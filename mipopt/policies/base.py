@@ -1,0 +1,23 @@
+"""What every batch heuristic returns: its placement, packaged and priced by the verifier."""
+
+from __future__ import annotations
+
+import time
+
+from mipopt.instance import Instance, Solution, Status, Termination
+from mipopt.verify import solution_for
+
+
+def completed(instance: Instance, placed: dict[str, tuple[str, int]], method: str, t0: float) -> Solution:
+    """A heuristic's result: ``termination`` completed, ``status`` feasible, runtime since ``t0``.
+
+    New workloads missing from ``placed`` are listed as rejected.
+    """
+    return solution_for(
+        instance,
+        placed,
+        method=method,
+        termination=Termination.COMPLETED,
+        status=Status.FEASIBLE,
+        runtime_s=time.perf_counter() - t0,
+    )
