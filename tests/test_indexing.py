@@ -146,6 +146,18 @@ def test_empty_gpu_follows_table_1_largest_first() -> None:
     assert index_gpu(m, {}, [("a", pi(m, "2g.20gb"))]).starts == {"a": 4}
 
 
+def test_slots_to_avoid_are_tried_last() -> None:
+    m = A100_80
+    one, three = pi(m, "1g.10gb"), pi(m, "3g.40gb")
+    # slots 4-7 are being vacated: a 1g.10gb goes to 0 (first of Table 1's order outside them)
+    assert index_gpu(m, None, [("a", one)], avoid=0b11110000).starts == {"a": 0}
+    # a 3g.40gb leaves its preferred 4 for 0; with every slot to avoid it still indexes, at 4
+    assert index_gpu(m, None, [("a", three)], avoid=0b11110000).starts == {"a": 0}
+    assert index_gpu(m, None, [("a", three)], avoid=0b11111111).starts == {"a": 4}
+    # a preferred start (where the workload runs now) still comes first
+    assert index_gpu(m, None, [("a", one)], prefer={"a": 5}, avoid=0b11110000).starts == {"a": 5}
+
+
 def test_backtracking_when_the_preferred_start_is_a_dead_end() -> None:
     m = A100_80
     items = [("a", pi(m, "3g.40gb")), ("b", pi(m, "2g.20gb")), ("c", pi(m, "2g.20gb"))]

@@ -9,7 +9,7 @@ import pytest
 from mipopt.errors import InstanceError
 from mipopt.exact import solve_exact
 from mipopt.formulations.wpm import build_wpm
-from mipopt.instance import Instance, Termination
+from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance
 from mipopt.solvers import SolverOptions
 from mipopt.verify import verify
@@ -106,3 +106,37 @@ def test_grmu_answers_the_same_questions(name: str, use_case: str, solver: str) 
     assert (o.acceptance, o.hardware, o.migrations) == EXPECTED[name, use_case]
     if use_case in ("compaction", "reconfiguration"):
         assert not any(w.id in sol.placed() for w in inst.new)
+
+
+def test_a_class_of_media_workloads_takes_one_media_set_per_gpu() -> None:
+    # Three identical 1g.10gb+me requests are one class: its count on one GPU must stay
+    # within the GPU's single +me set in the model, not be caught by the indexing step.
+    b = InstanceBuilder("media")
+    b.add_host("h", gpus={"g0": "A100-80GB"})
+    for i in range(3):
+        b.add_workload(f"n{i}", "1g.10gb+me")
+    inst = b.build()
+    sol = solve_wpm(inst, use_case="initial")
+    assert verify(inst, sol).valid
+    assert sol.termination is Termination.OPTIMAL
+    assert len(sol.placed()) == 1
+    assert "re-solve" not in sol.message and "indexing" not in sol.message
+
+
+def test_running_workloads_are_counted_per_gpu_class() -> None:
+    # Two 1g.10gb on g0 form one class, the one on g1 another; compaction moves g1's onto g0.
+    b = InstanceBuilder("running-classes")
+    b.add_host("h", gpus={"g0": "A100-80GB", "g1": "A100-80GB"})
+    b.add_workload("a", "1g.10gb", placement=("g0", 0))
+    b.add_workload("b", "1g.10gb", placement=("g0", 1))
+    b.add_workload("c", "1g.10gb", placement=("g1", 6))
+    inst = b.build()
+    built = build_wpm(inst, "compaction")
+    assert built.classes == {"a": ("a", "b"), "c": ("c",)}
+    assert built.movable == ["a", "c"]
+    sol = solve_wpm(inst, use_case="compaction")
+    report = verify(inst, sol)
+    assert report.valid
+    assert report.metrics["active_gpus"] == 1
+    assert report.metrics["moved_memory_slots"] == 1  # one 1g.10gb moved
+    assert {w: g for w, (g, _) in sol.placed().items()} == {"a": "g0", "b": "g0", "c": "g0"}

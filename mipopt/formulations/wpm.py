@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Workload
-from mipopt.preprocess import gpu_partitions, workload_classes
+from mipopt.preprocess import gpu_partitions, running_classes, workload_classes
 
 USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
 
@@ -59,7 +60,13 @@ class Bin:
 
 @dataclass
 class WpmModel:
-    """A built WPM model; ``contents()`` reads what each bin holds, ``stays`` who did not move."""
+    """A built WPM model; ``contents()`` reads what each bin holds, ``stayed()`` who did not move.
+
+    Workloads are counted per class (``classes``: representative -> members): new ones
+    per :func:`~mipopt.preprocess.workload_classes`, movable running ones per
+    :func:`~mipopt.preprocess.running_classes` (same GPU, same shape and weights).
+    ``movable`` and ``new`` list representatives.
+    """
 
     instance: Instance
     use_case: str
@@ -69,28 +76,31 @@ class WpmModel:
     pairs: list[tuple[str, str]]  # x index: (workload, bin key)
     movable: list[str]
     new: list[str]
-    classes: dict[str, tuple[str, ...]]  # representative -> members, for the new workloads
+    classes: dict[str, tuple[str, ...]]  # representative -> members
     fixed: dict[str, tuple[str, int]]
     stats: dict[str, int] = field(default_factory=dict)
 
     def contents(self) -> dict[str, list[str]]:
         """Bin key -> workload ids placed in it, from the current variable values.
 
-        A class's count in a bin is handed to its members in instance order.
+        A class's count in a bin is handed to its members in instance order, after
+        the members that stayed.
         """
         out: dict[str, list[str]] = defaultdict(list)
         left = {rep: list(members) for rep, members in self.classes.items()}
+        for rep in self.movable:
+            del left[rep][: self._stays(rep)]
         for w, b in self.pairs:
             n = round(self.model.x[w, b].value or 0)
-            if w in left:
-                out[b].extend(left[w][:n])
-                del left[w][:n]
-            elif n:
-                out[b].append(w)
-        return dict(out)
+            out[b].extend(left[w][:n])
+            del left[w][:n]
+        return {b: ws for b, ws in out.items() if ws}
 
     def stayed(self) -> list[str]:
-        return [w for w in self.movable if (self.model.stay[w].value or 0) > 0.5]
+        return [w for rep in self.movable for w in self.classes[rep][: self._stays(rep)]]
+
+    def _stays(self, rep: str) -> int:
+        return round(self.model.stay[rep].value or 0)
 
 
 def _profile(instance: Instance, w: Workload, model: GpuModel) -> int | None:
@@ -115,9 +125,9 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
         raise InstanceError("--use-case", f"unknown use case {use_case!r} (known: {', '.join(USE_CASES)})")
     wt = weights or WpmWeights()
     moving = use_case != "initial"
-    movable = [w.id for w in instance.running if moving and not w.pinned]
-    new = [w.id for w in instance.new] if use_case in ("initial", "joint") else []
-    fixed = {w: at for w, at in instance.current_placement().items() if w not in movable}
+    moving_ids = [w.id for w in instance.running if moving and not w.pinned]
+    new_ids = [w.id for w in instance.new] if use_case in ("initial", "joint") else []
+    fixed = {w: at for w, at in instance.current_placement().items() if w not in set(moving_ids)}
 
     busy = {g for g, _ in instance.current_placement().values()}
     pinned_on = {g for w, (g, _) in fixed.items()}
@@ -135,11 +145,16 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
             bins.append(Bin(f"{gp.gpu}~p{i}", "partition", gp.gpu, q.compute, q.slots, q.mask))
 
     m = pyo.ConcreteModel(name=f"wpm[{instance.name}:{use_case}]")
-    # new workloads are counted per class (WPM's x_wg summed over a class), running ones named
-    classes = {c.representative: c.members for c in workload_classes(instance)} if new else {}
+    # workloads are counted per class: WPM's x_wg summed over a class's members
+    classes = {c.representative: c.members for c in running_classes(instance, moving_ids)}
+    movable = list(classes)
+    if new_ids:
+        classes |= {c.representative: c.members for c in workload_classes(instance)}
+    is_movable = set(movable)
+    new = [w for w in classes if w not in is_movable]
     pairs: list[tuple[str, str]] = []
     need: dict[tuple[str, str], tuple[int, int]] = {}  # (w, bin) -> (compute, memory slots)
-    for wid in [*movable, *classes]:
+    for wid in classes:
         wl = instance.workload(wid)
         for bn in bins:
             model = instance.gpu(bn.gpu).model
@@ -157,11 +172,11 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
     keys = [b.key for b in bins]
     by_key = {b.key: b for b in bins}
     used_gpus = sorted(busy)
-    size = {w: len(classes.get(w, (w,))) for w, _ in pairs}
+    size = {w: len(members) for w, members in classes.items()}
     m.x = pyo.Var(
         pairs, domain=pyo.NonNegativeIntegers, bounds=lambda _m, w, b: (0, min(size[w], by_key[b].compute))
     )
-    m.stay = pyo.Var(movable, domain=pyo.Binary)
+    m.stay = pyo.Var(movable, domain=pyo.NonNegativeIntegers, bounds=lambda _m, w: (0, size[w]))
     m.y = pyo.Var([b.key for b in bins if b.kind != "partition"] + used_gpus, domain=pyo.Binary)
     m.z = pyo.Var([b.key for b in bins if b.kind == "partition"], domain=pyo.Binary)
     m.u = pyo.Var(keys, domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, by_key[k].compute))
@@ -206,21 +221,32 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
         if g in pinned_on:
             m.y[g].fix(1)
     for w in movable:
-        m.stay_on.add(m.stay[w] <= m.y[instance.workload(w).placement.gpu])  # type: ignore[union-attr]
+        m.stay_on.add(m.stay[w] <= size[w] * m.y[instance.workload(w).placement.gpu])  # type: ignore[union-attr]
 
     # 2e: at most one bin; running workloads stay placed (here or elsewhere)
     m.eq2e = pyo.ConstraintList()
     for w in movable:
-        m.eq2e.add(sum(m.x[w, b] for b in of_w[w]) + m.stay[w] == 1)
-    for w, members in classes.items():
+        m.eq2e.add(sum(m.x[w, b] for b in of_w[w]) + m.stay[w] == size[w])
+    for w in new:
         if of_w[w]:
-            m.eq2e.add(sum(m.x[w, b] for b in of_w[w]) <= len(members))
+            m.eq2e.add(sum(m.x[w, b] for b in of_w[w]) <= size[w])
 
     # 2h: a GPU and its imaginary twin are not both used
     m.eq2h = pyo.ConstraintList()
     for b in bins:
         if b.kind == "imaginary":
             m.eq2h.add(m.y[b.gpu] + m.y[b.key] <= 1)
+
+    # symmetry: free GPUs of one host and model are interchangeable bins; fill them fullest first
+    m.symmetry = pyo.ConstraintList()
+    host_of = {g.id: instance.host(g.host) for g in instance.gpus}
+    alike: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for b in bins:
+        if b.kind == "free":
+            alike[host_of[b.gpu].id, instance.gpu(b.gpu).model.name].append(b.key)
+    for group in alike.values():
+        for first, second in pairwise(group):
+            m.symmetry.add(m.u[first] <= m.u[second])
 
     # hardware facts the paper leaves out: one +me set and per-profile maxima per physical GPU,
     # host cpu and ram (terms over every bin of the GPU and the workloads staying on it)
@@ -230,6 +256,10 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
     for w in movable:
         wl = instance.workload(w)
         terms[wl.placement.gpu].append((m.stay[w], wl))  # type: ignore[union-attr]
+
+    def most(vs: list[pyo.Var]) -> int:  # the largest value a sum of these counts can take
+        return sum(v.ub for v in vs)
+
     m.media_once = pyo.ConstraintList()
     m.profile_max = pyo.ConstraintList()
     held_counts: dict[tuple[str, int], int] = defaultdict(int)
@@ -244,7 +274,7 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
     for g, ts in terms.items():
         model = instance.gpu(g).model
         media = [v for v, wl in ts if model.profiles[_profile(instance, wl, model) or 0].media_extension]
-        if media and (len(media) > 1 or g in held_media):
+        if media and (most(media) > 1 or g in held_media):
             m.media_once.add(sum(media) <= (0 if g in held_media else 1))
         per_profile: dict[int, list[pyo.Var]] = defaultdict(list)
         for v, wl in ts:
@@ -253,7 +283,7 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
             per_profile[p].append(v)
         for p, vs in per_profile.items():
             room = model.profiles[p].max_instances - held_counts[g, p]
-            if len(vs) > room:
+            if most(vs) > room:
                 m.profile_max.add(sum(vs) <= room)
     m.host_cpu = pyo.ConstraintList()
     m.host_ram = pyo.ConstraintList()
@@ -268,10 +298,10 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
 
     # 2a
     def host_weight(gpu_id: str) -> float:
-        return next(h.weight for h in instance.hosts if gpu_id in h.gpus)
+        return host_of[gpu_id].weight
 
     twin = {b.gpu: b.key for b in bins if b.kind == "imaginary"}
-    reward = sum(wt.reward * instance.workload(w).weight * m.x[w, b] for w, b in pairs if w in classes)
+    reward = sum(wt.reward * instance.workload(w).weight * m.x[w, b] for w, b in pairs if w not in is_movable)
     gpu_cost = sum(wt.gpu * host_weight(by_key[k].gpu) * m.y[k] for k in m.y if k in by_key) + sum(
         wt.gpu * host_weight(g) * m.y[g] for g in used_gpus
     )
@@ -281,7 +311,7 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
         wl = instance.workload(w)
         home = twin.get(wl.placement.gpu)  # type: ignore[union-attr]
         kept = m.stay[w] + (m.x[w, home] if home is not None and (w, home) in m.x else 0)
-        migration += wt.migration * wl.migration_weight * (1 - kept)
+        migration += wt.migration * wl.migration_weight * (size[w] - kept)
     waste = sum(wt.waste * (m.U[k] + m.V[k]) for k in keys)
     m.profit = pyo.Objective(expr=reward - gpu_cost - repartition - migration - waste, sense=pyo.maximize)
     stats = {

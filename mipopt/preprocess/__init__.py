@@ -28,6 +28,7 @@ from mipopt.preprocess.classes import (
     gpu_classes,
     host_classes,
     placement_key,
+    running_classes,
     workload_classes,
 )
 from mipopt.preprocess.indexing import (
@@ -78,6 +79,7 @@ __all__ = [
     "placement_key",
     "preference_order",
     "profile_multisets",
+    "running_classes",
     "slot_order",
     "workload_classes",
 ]

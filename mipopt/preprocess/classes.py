@@ -30,7 +30,7 @@ every empty host) is in exactly one class.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -113,6 +113,20 @@ def workload_classes(instance: Instance) -> tuple[WorkloadClass, ...]:
     items: list[tuple[Hashable, str]] = [
         ((placement_key(instance, w), w.weight, w.migration_weight), w.id) for w in instance.new
     ]
+    return tuple(WorkloadClass(members) for _, members in _group(items))
+
+
+def running_classes(instance: Instance, workloads: Iterable[str]) -> tuple[WorkloadClass, ...]:
+    """Classes of running workloads that share a GPU: same GPU, placement key and weights.
+
+    Members are interchangeable wherever the model only counts what leaves the GPU and
+    what arrives elsewhere (WPM: free partitions are taken around every running workload).
+    """
+    items: list[tuple[Hashable, str]] = []
+    for wid in workloads:
+        w = instance.workload(wid)
+        assert w.placement is not None, f"{wid} is not running"
+        items.append(((w.placement.gpu, placement_key(instance, w), w.weight, w.migration_weight), wid))
     return tuple(WorkloadClass(members) for _, members in _group(items))
 
 

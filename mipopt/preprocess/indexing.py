@@ -24,6 +24,7 @@ See ``models/preprocess.md``, section "Indexing (WPM Assumption 1)".
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -373,13 +374,15 @@ def index_gpu(
     items: Sequence[tuple[str, int]],
     *,
     prefer: Mapping[str, int] | None = None,
+    avoid: int = 0,
 ) -> IndexResult:
     """Start slots for the items of one GPU around its fixed instances (WPM's indexing step).
 
     Items are placed largest profile first (compute, then memory slots, then
     catalog order; ties keep the given order), each trying its starts in Table 1's
     preference order (:func:`~mipopt.preprocess.partitions.preference_order`, a
-    ``prefer``-red start first), depth-first with backtracking. The search is
+    ``prefer``-red start first, starts that touch ``avoid`` last), depth-first with
+    backtracking. The search is
     exhaustive, so it finds an indexing whenever any exists; among the
     indexings it returns the first in that order.
 
@@ -405,6 +408,10 @@ def index_gpu(
     prefer
         Optional start to try first per workload id (e.g. where a running workload
         already is); ignored where it is not a legal start of the profile.
+    avoid
+        Bitmask of memory slots to use only when nothing else works (e.g. slots that
+        running workloads leave: a workload placed there must wait for them, IBM's
+        sequential migration).
 
     Returns
     -------
@@ -429,8 +436,12 @@ def index_gpu(
         if not 0 <= p < len(model.profiles):
             raise ValueError(f"item {wid!r}: profile index {p} is not a profile of {model.name}")
         first = prefer.get(wid)
+        profile = model.profiles[p]
         order = prefs[p]
-        if first is not None and first in model.profiles[p].starts:
+        if avoid:
+            clear = tuple(s for s in order if not profile.slot_mask(s) & avoid)
+            order = clear + tuple(s for s in order if s not in clear)
+        if first is not None and first in profile.starts:
             order = (first, *(s for s in order if s != first))
         entries.append(_Item(wid, p, position, order))
 
@@ -574,7 +585,9 @@ def index_solution(
         (as :func:`~mipopt.preprocess.candidates`).
     keep_starts
         A running workload whose content GPU is its current GPU tries its current
-        start first (no move inside the GPU when one is not needed).
+        start first (no move inside the GPU when one is not needed), and the slots
+        that movable running workloads hold now are tried last by everything else
+        (no sequential migration when one is not needed).
 
     Returns
     -------
@@ -609,6 +622,13 @@ def index_solution(
             if wid in ids and w.placement is not None and w.placement.gpu != gid:
                 raise ValueError(f"contents[{gid!r}]: {wid!r} is fixed on {w.placement.gpu!r}")
 
+    leaving: dict[str, int] = defaultdict(int)  # GPU -> slots its movable running workloads hold now
+    for w in instance.running:
+        if w.id not in ids and w.placement is not None:
+            model = instance.gpu(w.placement.gpu).model
+            profile = instance.profile_on(w, model)
+            assert profile is not None  # a running workload runs on its GPU's model
+            leaving[w.placement.gpu] |= profile.slot_mask(w.placement.start)
     placed: dict[str, tuple[str, int]] = {}
     gpus: list[GpuIndex] = []
     for g in instance.gpus:
@@ -622,6 +642,7 @@ def index_solution(
             placed[wid] = (g.id, w.placement.start)
         wids.sort(key=lambda wid: not instance.workload(wid).running)  # stable: contents order within
         items, prefer = [], {}
+        avoid = leaving.get(g.id, 0) if keep_starts else 0
         for wid in wids:
             w = instance.workload(wid)
             profile = instance.profile_on(w, g.model)
@@ -630,7 +651,7 @@ def index_solution(
             items.append((wid, g.model.profiles.index(profile)))
             if keep_starts and w.placement is not None and w.placement.gpu == g.id:
                 prefer[wid] = w.placement.start
-        result = index_gpu(g.model, state, items, prefer=prefer)
+        result = index_gpu(g.model, state, items, prefer=prefer, avoid=avoid)
         placed.update((wid, (g.id, s)) for wid, s in result.starts.items())
         gpus.append(GpuIndex(g.id, state.workloads, tuple(wids), result))
 
