@@ -18,10 +18,13 @@ before for compaction and reconfiguration.
 
 Usage::
 
-    python benchmarks/bench_wpm.py [--sizes 8 80] [--seeds 3] [--time-limit 60]
+    python benchmarks/bench_wpm.py [--sizes 8 80] [--seeds 3] [--first-seed 0] [--time-limit 60]
+        [--use-cases initial compaction reconfiguration] [--loads 0.6] [--approaches ...]
         [--out-dir benchmarks/results] [--readme benchmarks/README.md]
 
-The paper runs 100 cases per size (``--seeds 100``).
+The paper runs 100 cases per size (``--seeds 100``). ``--loads`` sets the new workloads'
+share of the cluster's compute for initial deployment (a load sweep: ``--use-cases initial
+--loads 0.2 0.3 0.4 0.5 0.6``); compaction and reconfiguration have no new workloads.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ METRICS = (
     "memory_waste",
     "compute_waste",
     "availability",
+    "available_gpu_slices",
     "moved_memory_slots",
     "pending_memory_slots",
     "sequential_migrations",
@@ -60,6 +64,7 @@ COLUMNS = [
     *common.run_info().keys(),
     "gpus",
     "seed",
+    "load",
     "use_case",
     "approach",
     "termination",
@@ -100,121 +105,204 @@ def approaches(use_case: str) -> dict[str, Approach]:
     return out
 
 
-def case(gpus: int, seed: int, use_case: str) -> Instance:
+def case(gpus: int, seed: int, use_case: str, load: float = 0.6) -> Instance:
     """The generated test case: the paper's set-up, without new workloads when only running ones move."""
-    return ibm_instance(gpus, seed=seed, load=0.6 if use_case == "initial" else 0.0)
+    return ibm_instance(gpus, seed=seed, load=load if use_case == "initial" else 0.0)
+
+
+def questions(args: argparse.Namespace) -> list[tuple[int, int, str, float]]:
+    """(GPUs, seed, use case, load) of every case to run."""
+    out = []
+    for gpus in args.sizes:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for use_case in args.use_cases:
+                for load in args.loads if use_case == "initial" else [0.0]:
+                    out.append((gpus, seed, use_case, load))
+    return out
 
 
 def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
     rows = []
     opts = SolverOptions(time_limit_s=args.time_limit)
-    for gpus in args.sizes:
-        for seed in range(args.seeds):
-            for use_case in USE_CASES:
-                inst = case(gpus, seed, use_case)
-                before = len({g for g, _ in inst.current_placement().values()})
-                for name, solve in approaches(use_case).items():
-                    if args.approaches and name not in args.approaches:
-                        continue
-                    t0 = time.perf_counter()
-                    sol = solve(inst, opts)
-                    runtime = time.perf_counter() - t0
-                    report = verify(inst, sol)
-                    o = report.objectives
-                    rows.append(
-                        {
-                            **run,
-                            "gpus": gpus,
-                            "seed": seed,
-                            "use_case": use_case,
-                            "approach": name,
-                            "termination": sol.termination.value,
-                            "runtime_s": f"{runtime:.3f}",
-                            "valid": report.valid,
-                            "gpus_before": before,
-                            "acceptance": o.acceptance if o else "",
-                            "hardware": o.hardware if o else "",
-                            "migrations": o.migrations if o else "",
-                            **{k: report.metrics.get(k, "") for k in METRICS},
-                        }
-                    )
-                    common.progress(
-                        f"{gpus} GPUs seed {seed} {use_case} {name}: {sol.termination.value} {runtime:.2f} s, "
-                        f"{report.metrics.get('active_gpus')} GPUs, valid {report.valid}"
-                    )
+    for gpus, seed, use_case, load in questions(args):
+        inst = case(gpus, seed, use_case, load)
+        before = len({g for g, _ in inst.current_placement().values()})
+        for name, solve in approaches(use_case).items():
+            if args.approaches and name not in args.approaches:
+                continue
+            t0 = time.perf_counter()
+            sol = solve(inst, opts)
+            runtime = time.perf_counter() - t0
+            report = verify(inst, sol)
+            o = report.objectives
+            rows.append(
+                {
+                    **run,
+                    "gpus": gpus,
+                    "seed": seed,
+                    "load": load,
+                    "use_case": use_case,
+                    "approach": name,
+                    "termination": sol.termination.value,
+                    "runtime_s": f"{runtime:.3f}",
+                    "valid": report.valid,
+                    "gpus_before": before,
+                    "acceptance": o.acceptance if o else "",
+                    "hardware": o.hardware if o else "",
+                    "migrations": o.migrations if o else "",
+                    **{k: report.metrics.get(k, "") for k in METRICS},
+                }
+            )
+            common.progress(
+                f"{gpus} GPUs seed {seed} {use_case} load {load} {name}: {sol.termination.value} "
+                f"{runtime:.2f} s, {report.metrics.get('active_gpus')} GPUs, valid {report.valid}"
+            )
     return rows
 
 
-def _mean(values: list[float]) -> float:
+def _mean(rows: list[dict[str, str]], column: str) -> float:
+    values = [float(r[column]) for r in rows if r[column] != ""]
     return sum(values) / len(values) if values else float("nan")
 
 
+# Figs. 9-11's metrics: mean over the cases, divided by the highest mean among the approaches.
+NORMALIZED = {
+    "GPUs used": "active_gpus",
+    "Memory util.": "memory_utilization",
+    "Compute util.": "compute_utilization",
+    "Free slices": "available_gpu_slices",
+    "Memory waste": "memory_waste",
+    "Compute waste": "compute_waste",
+    "Pending": "pending_memory_slots",
+    "Moved": "moved_memory_slots",
+}
+
+
+def latest_groups(rows: list[dict[str, str]]) -> dict[tuple[int, str, str, str], list[dict[str, str]]]:
+    """The latest run of each (GPUs, use case, load, approach), by start minute."""
+
+    def key(r: dict[str, str]) -> tuple[int, str, str, str]:
+        return int(r["gpus"]), r["use_case"], r["load"], r["approach"]
+
+    latest: dict[tuple[int, str, str, str], str] = {}
+    for r in rows:
+        latest[key(r)] = max(latest.get(key(r), ""), r["date"][:16])
+    groups: dict[tuple[int, str, str, str], list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        if r["date"][:16] == latest[key(r)]:
+            groups[key(r)].append(r)
+    return groups
+
+
+def _sort_key(k: tuple[int, str, str, str]) -> tuple[int, int, float, str]:
+    return k[0], USE_CASES.index(k[1]), float(k[2]), k[3]
+
+
 def readme_table(rows: list[dict[str, str]], source: str) -> str:
-    """Means over the seeds of the latest run, per (size, use case, approach)."""
-    latest_date: dict[tuple[str, str, str], str] = {}
-    for r in rows:
-        key = (r["gpus"], r["use_case"], r["approach"])
-        latest_date[key] = max(latest_date.get(key, ""), r["date"][:16])
-    groups: dict[tuple[int, str, str], list[dict[str, str]]] = defaultdict(list)
-    for r in rows:
-        key = (r["gpus"], r["use_case"], r["approach"])
-        if r["date"][:16] == latest_date[key]:
-            groups[int(r["gpus"]), r["use_case"], r["approach"]].append(r)
-    reference: dict[tuple[int, str, str], float] = {}  # (gpus, use case, seed) -> GPUs to compare with
-    for (gpus, use_case, approach), rs in groups.items():
+    """Means over the seeds of the latest run per (GPUs, use case, load, approach), then Figs. 9-11's normalization."""
+    groups = latest_groups(rows)
+    reference: dict[
+        tuple[int, str, str, str], float
+    ] = {}  # (gpus, use case, load, seed) -> GPUs to compare with
+    for (gpus, use_case, load, approach), rs in groups.items():
         for r in rs:
             if use_case == "initial" and approach == "load-balanced":
-                reference[gpus, use_case, r["seed"]] = float(r["active_gpus"])
+                reference[gpus, use_case, load, r["seed"]] = float(r["active_gpus"])
             elif use_case != "initial":
-                reference[gpus, use_case, r["seed"]] = float(r["gpus_before"])
+                reference[gpus, use_case, load, r["seed"]] = float(r["gpus_before"])
     header = [
-        "GPUs", "Use case", "Approach", "Runs", "Valid", "Optimal", "Median s", "GPUs used",
+        "GPUs", "Use case", "Load", "Approach", "Runs", "Valid", "Optimal", "Median s", "Max s", "GPUs used",
         "GPUs saved", "Accepted", "Memory waste", "Compute waste", "Moved memory", "Sequential",
         "Pending memory", "Paper",
     ]  # fmt: skip
-    order = {u: i for i, u in enumerate(USE_CASES)}
     table_rows = []
-    for (gpus, use_case, approach), rs in sorted(
-        groups.items(), key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2])
-    ):
-        used = [float(r["active_gpus"]) for r in rs]
+    for (gpus, use_case, load, approach), rs in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
         saved = [
-            1 - float(r["active_gpus"]) / reference[gpus, use_case, r["seed"]]
+            1 - float(r["active_gpus"]) / reference[gpus, use_case, load, r["seed"]]
             for r in rs
-            if reference.get((gpus, use_case, r["seed"]))
+            if reference.get((gpus, use_case, load, r["seed"]))
         ]
         table_rows.append(
             [
                 gpus,
                 use_case,
+                load if use_case == "initial" else "-",
                 approach,
                 len(rs),
                 f"{sum(r['valid'] == 'True' for r in rs)}/{len(rs)}",
                 f"{sum(r['termination'] == Termination.OPTIMAL.value for r in rs)}/{len(rs)}",
                 f"{common.median(float(r['runtime_s']) for r in rs):.2f}",
-                f"{_mean(used):.1f}",
-                f"{100 * _mean(saved):.1f} %" if saved else "-",
-                f"{_mean([float(r['acceptance']) for r in rs]):.1f}",
-                f"{_mean([float(r['memory_waste']) for r in rs]):.1f}",
-                f"{_mean([float(r['compute_waste']) for r in rs]):.1f}",
-                f"{_mean([float(r['moved_memory_slots']) for r in rs]):.1f}",
-                f"{_mean([float(r['sequential_migrations']) for r in rs]):.1f}",
-                f"{_mean([float(r['pending_memory_slots']) for r in rs]):.1f}",
-                PAPER[use_case] if approach in ("wpm", "rule-based") else "",
+                f"{max(float(r['runtime_s']) for r in rs):.2f}",
+                f"{_mean(rs, 'active_gpus'):.1f}",
+                f"{100 * sum(saved) / len(saved):.1f} %" if saved else "-",
+                f"{_mean(rs, 'acceptance'):.1f}",
+                f"{_mean(rs, 'memory_waste'):.1f}",
+                f"{_mean(rs, 'compute_waste'):.1f}",
+                f"{_mean(rs, 'moved_memory_slots'):.1f}",
+                f"{_mean(rs, 'sequential_migrations'):.1f}",
+                f"{_mean(rs, 'pending_memory_slots'):.1f}",
+                PAPER[use_case] if approach in ("wpm", "rule-based") and load in ("0.6", "0.0") else "",
             ]
         )
     note = (
         f"_Generated by `benchmarks/bench_wpm.py` from `{source}`: the latest run of each (GPUs, use case, "
-        "approach), means over its seeds. GPUs saved: against load-balanced (initial) or the GPUs in use "
-        "before (compaction, reconfiguration). Waste in slots, moved and pending memory in memory slots._"
+        "load, approach), means over its seeds. GPUs saved: against load-balanced on the same case (initial) "
+        "or the GPUs in use before (compaction, reconfiguration). Waste in slots, moved and pending memory in "
+        "memory slots._"
     )
-    return f"{note}\n\n{common.markdown_table(header, table_rows, align='rllrrrrrrrrrrrrl')}"
+    raw = common.markdown_table(header, table_rows, align="rlllrrrrrrrrrrrrrl")
+    return f"{note}\n\n{raw}\n\n{normalized_table(groups)}"
+
+
+def normalized_table(groups: dict[tuple[int, str, str, str], list[dict[str, str]]]) -> str:
+    """Figs. 9-11: each metric's mean divided by the highest mean among the approaches on the same cases.
+
+    Only the seeds every approach of the (GPUs, use case, load) ran are compared.
+    """
+    cases: dict[tuple[int, str, str], dict[str, list[dict[str, str]]]] = defaultdict(dict)
+    for (gpus, use_case, load, approach), rs in groups.items():
+        cases[gpus, use_case, load][approach] = rs
+    table_rows = []
+    for (gpus, use_case, load), by_approach in sorted(cases.items(), key=lambda kv: _sort_key((*kv[0], ""))):
+        common_seeds = set.intersection(*({r["seed"] for r in rs} for rs in by_approach.values()))
+        means = {
+            a: {h: _mean([r for r in rs if r["seed"] in common_seeds], m) for h, m in NORMALIZED.items()}
+            for a, rs in by_approach.items()
+        }
+        top = {h: max(v[h] for v in means.values()) for h in NORMALIZED}
+        for approach in sorted(means):
+            table_rows.append(
+                [
+                    gpus,
+                    use_case,
+                    load if use_case == "initial" else "-",
+                    approach,
+                    len(common_seeds),
+                    *(f"{means[approach][h] / top[h]:.2f}" if top[h] else "-" for h in NORMALIZED),
+                ]
+            )
+    note = (
+        "_Normalized like the paper's Figs. 9-11: per (GPUs, use case, load), each metric's mean over the "
+        "cases every approach ran, divided by the highest mean among the approaches (1.00 = the highest; "
+        "lower is better for GPUs, waste, pending and moved)._"
+    )
+    header = ["GPUs", "Use case", "Load", "Approach", "Cases", *NORMALIZED]
+    return f"{note}\n\n{common.markdown_table(header, table_rows, align='rlllr' + 'r' * len(NORMALIZED))}"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 80], help="GPUs per case (default 8 80)")
-    parser.add_argument("--seeds", type=int, default=3, help="cases per size: seeds 0 .. N-1 (default 3)")
+    parser.add_argument("--seeds", type=int, default=3, help="cases per size (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first .. first+N-1 (default 0)")
+    parser.add_argument("--use-cases", nargs="+", choices=USE_CASES, default=list(USE_CASES))
+    parser.add_argument(
+        "--loads",
+        type=float,
+        nargs="+",
+        default=[0.6],
+        help="initial deployment: new compute / cluster (0.6)",
+    )
     parser.add_argument("--time-limit", type=float, default=60.0, help="per MIP solve (default 60)")
     parser.add_argument("--approaches", nargs="+", help="only these (default: all that answer each use case)")
     parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")

@@ -221,4 +221,20 @@ def test_wpm_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert float(by["initial", "wpm"]["acceptance"]) == float(by["initial", "grmu"]["acceptance"]) == 50
     assert float(by["initial", "first-fit"]["acceptance"]) < 50
     assert float(by["compaction", "wpm"]["active_gpus"]) < float(by["compaction", "wpm"]["gpus_before"])
-    assert "| 8 | compaction | wpm |" in readme.read_text()
+    assert "| 8 | compaction | - | wpm |" in readme.read_text()
+
+    # a load sweep point: initial deployment only, at 30 % load, two approaches, appended
+    args = ["--sizes", "8", "--seeds", "2", "--use-cases", "initial", "--loads", "0.3"]
+    args += ["--approaches", "load-balanced", "rule-based"]
+    args += ["--out-dir", str(tmp_path), "--readme", str(readme)]
+    assert bench.main(args) == 0
+    with (tmp_path / "wpm.csv").open(newline="") as fh:
+        sweep = [r for r in csv.DictReader(fh) if r["load"] == "0.3"]
+    assert sorted((r["seed"], r["approach"]) for r in sweep) == [
+        ("0", "load-balanced"), ("0", "rule-based"), ("1", "load-balanced"), ("1", "rule-based")
+    ]  # fmt: skip
+    text = readme.read_text()
+    normalized = [line for line in text.splitlines() if line.startswith("| 8 | initial | 0.3 |")]
+    assert len(normalized) == 4  # two approaches, raw and normalized
+    gpus_used = {line.split(" | ")[3]: float(line.split(" | ")[5]) for line in normalized[2:]}
+    assert max(gpus_used.values()) == 1.0  # normalized by the highest mean
