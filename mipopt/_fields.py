@@ -104,3 +104,39 @@ def unique_ids(items: list[Any], path: str, key: str = "id") -> None:
                 join(join(path, i), key), f"duplicate id {ident!r} (also {path}[{seen[ident]}])"
             )
         seen[ident] = i
+
+
+def parse_options(text: str | None, path: str) -> dict[str, Any]:
+    """``key=value,key=value`` options of a spec (``grmu:heavy=0.3``) as keyword arguments.
+
+    Values become booleans (true/false, on/off, yes/no), None (none or empty), ints,
+    floats, or stay strings; dashes in keys become underscores.
+
+    Raises
+    ------
+    InstanceError
+        Naming ``path`` when an item is not ``key=value``.
+    """
+    out: dict[str, Any] = {}
+    for item in filter(None, (text or "").split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InstanceError(path, f"option {item!r} is not key=value")
+        out[key.strip().replace("-", "_")] = _option_value(value.strip())
+    return out
+
+
+def _option_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "on", "yes"):
+        return True
+    if lowered in ("false", "off", "no"):
+        return False
+    if lowered in ("none", ""):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

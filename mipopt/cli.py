@@ -242,6 +242,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
     inst = _load_instance(args.instance)
     if args.method in BATCH:
         sol = BATCH[args.method](inst)
+    elif args.method != "exact":  # an online policy in batch mode
+        from mipopt.policies.online import make_policy, run_batch
+
+        try:
+            sol = run_batch(make_policy(args.method, "--method"), inst, seed=args.seed or 0)
+        except InstanceError as err:
+            raise BadInput(str(err)) from None
     else:
         try:
             options = SolverOptions(
@@ -323,11 +330,12 @@ class _ProgressBar:
         self.stream, self.width, self.drawn = stream, width, False
 
     def __call__(self, p: SweepProgress) -> None:
-        filled = round(p.fraction * self.width)
+        self.draw(p.fraction, f"{p.solves} solves, {p.points} points  {p.message[:32]:<32}")
+
+    def draw(self, fraction: float, text: str = "") -> None:
+        filled = round(fraction * self.width)
         bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(
-            f"\r[{bar}] {p.fraction:4.0%}  {p.solves} solves, {p.points} points  {p.message[:32]:<32}"
-        )
+        self.stream.write(f"\r[{bar}] {fraction:4.0%}  {text}")
         self.stream.flush()
         self.drawn = True
 
@@ -444,6 +452,65 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- simulate
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mipopt.io import write_atomic
+    from mipopt.simulate.runs import compare, plot_series, summary_table
+
+    if args.runs < 1:
+        raise BadInput(f"--runs: must be at least 1, got {args.runs}")
+    options = {
+        "bucket": args.bucket,
+        "batch_interval": args.batch_interval,
+        "queue_timeout": args.queue_timeout,
+        "debug": args.debug,
+    }
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    bar = _ProgressBar(sys.stderr) if show else None
+
+    def progress(fraction: float) -> None:
+        if bar is not None:
+            bar.draw(fraction)
+
+    try:
+        series, summary = compare(
+            args.workload, args.policy, runs=args.runs, seed=args.seed, progress=progress, **options
+        )
+    except (InstanceError, ValueError) as err:
+        raise BadInput(str(err)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    table = summary_table(summary)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, frame in (("series.csv", series), ("summary.csv", summary)):
+            csv_text: str = frame.to_csv(index=False)
+
+            def write(fh: TextIO, text: str = csv_text) -> None:
+                fh.write(text)
+
+            write_atomic(out / name, write, text=True)
+        plot_series(series, out / "series.png")
+    if args.json:
+        _print_json(
+            {"summary": summary.to_dict(orient="records"), "means": table.reset_index().to_dict("records")}
+        )
+    else:
+        print(
+            f"workload {args.workload}: {int(summary['arrived'].iloc[0])} requests per run, {args.runs} run(s)"
+        )
+        print(table.to_string(float_format=lambda v: f"{v:.4g}"))
+        if args.out:
+            print(f"\nwrote {args.out}/series.csv, summary.csv, series.png")
+    return EXIT_OK
+
+
 def _solver_arguments(p: argparse.ArgumentParser, *, time_limit: str, wpm: bool = False) -> None:
     """--model, --solver, --time-limit, --threads and --seed, shared by solve and sweep."""
     p.add_argument(
@@ -494,21 +561,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance")
     p.add_argument(
         "--method",
-        choices=[
-            "exact",
-            "first-fit",
-            "ibm-first-fit",
-            "load-balanced",
-            "ibm-initial",
-            "ibm-compaction",
-            "ibm-reconfiguration",
-            "ibm-joint",
-        ],
         default="exact",
         help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default "
         "start; ibm-first-fit, load-balanced: the IBM WPM baselines (GPUs and workloads by id / least utilized "
         "GPU first, arrival order; first free index from 0); ibm-initial, ibm-compaction, ibm-reconfiguration: "
-        "the IBM WPM rule-based heuristics (section 4.2)",
+        "the IBM WPM rule-based heuristics (section 4.2); any online policy of `mipopt simulate` "
+        "(mfi, ff, grmu, adapter(ff), ...) placing the new workloads in file order",
     )
     _solver_arguments(p, time_limit="seconds over all stages", wpm=True)
     p.add_argument(
@@ -591,6 +649,38 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gpus-per-host", type=int, default=8, metavar="N", help="GPUs per host (default 8)")
     g.add_argument("--out", metavar="FILE", help="write the instance JSON (atomically); default: print it")
     g.set_defaults(func=cmd_generate)
+    p = sub.add_parser("simulate", help="replay arrivals and departures under online policies")
+    p.add_argument(
+        "--workload",
+        required=True,
+        metavar="SPEC",
+        help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...], alibaba:path=DIR[,compress=...]",
+    )
+    p.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="repeatable: ff, bf, mcc, mecc, grmu[:heavy=...], ff-agnostic, rr, bf-bi, wf-bi, mfi, lb, "
+        "ibm-initial, adapter(<policy>)",
+    )
+    p.add_argument("--runs", type=int, default=1, help="traces of seeds S .. S+N-1 (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    p.add_argument(
+        "--bucket", type=float, default=1.0, help="time-series row width in the trace's unit (default 1)"
+    )
+    p.add_argument("--batch-interval", type=float, help="decide arrivals at multiples of this interval")
+    p.add_argument(
+        "--queue-timeout", type=float, help="let rejected requests wait this long instead of dropping"
+    )
+    p.add_argument("--debug", action="store_true", help="verify the state after every event (slow)")
+    p.add_argument("--out", metavar="DIR", help="write series.csv, summary.csv and series.png there")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: on a terminal)"
+    )
+    p.set_defaults(func=cmd_simulate)
+
     return parser
 
 

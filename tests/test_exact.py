@@ -148,10 +148,22 @@ def test_time_limited_solve_returns_its_best_placement_and_says_so() -> None:
     assert sol.gap is None or sol.gap > 0  # None: stopped before the root LP gave a bound
 
 
-def test_cli_offers_every_batch_heuristic() -> None:
-    from mipopt.cli import build_parser
-    from mipopt.policies import BATCH
+def test_cli_solves_with_every_batch_heuristic_and_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
 
-    solve = build_parser()._subparsers._group_actions[0].choices["solve"]  # type: ignore[union-attr]
-    (method,) = [a for a in solve._actions if a.dest == "method"]
-    assert list(method.choices) == ["exact", *BATCH]
+    from mipopt.cli import main
+    from mipopt.instance import solution_from_dict
+    from mipopt.policies import BATCH
+    from mipopt.policies.online import policy_names
+
+    path = INSTANCES / "fbk_fig3.json"
+    inst = load_instance(path)
+    methods = [*BATCH, *(n for n in policy_names() if n != "adapter"), "adapter(mfi)"]
+    assert len(methods) == 7 + 12 + 1
+    for method in methods:
+        capsys.readouterr()
+        assert main(["solve", str(path), "--method", method, "--json"]) == 0, method
+        sol = solution_from_dict(json.loads(capsys.readouterr().out))
+        assert verify(inst, sol).valid, method
+    assert main(["solve", str(path), "--method", "best-guess"]) == 2
+    assert "--method: unknown policy 'best-guess'" in capsys.readouterr().err

@@ -32,15 +32,14 @@ How mipopt reads what the paper leaves open:
 
 from __future__ import annotations
 
-import re
 import time
 
 import numpy as np
 import numpy.typing as npt
 
-from mipopt.geometry import tables_for
 from mipopt.instance import Instance, Solution, Workload
 from mipopt.policies.base import completed
+from mipopt.policies.cluster import Cluster, id_key
 from mipopt.preprocess.partitions import preference_order
 
 __all__ = ["ibm_first_fit", "id_key", "load_balanced"]
@@ -50,100 +49,9 @@ METHOD_LOAD_BALANCED = (
     "load-balanced (GPUs by ascending slice utilization, workloads in arrival order, first free index from 0)"
 )
 
-_DIGITS = re.compile(r"(\d+)")
 
-
-def id_key(identifier: str) -> tuple[str | int, ...]:
-    """Natural sort key of an id: ``'h1-g10'`` -> ``('h', 1, '-g', 10, '')``.
-
-    ``re.split`` with a capturing group alternates text and digit runs, starting
-    with text, so two keys compare text with text and numbers with numbers.
-    """
-    return tuple(int(part) if k % 2 else part for k, part in enumerate(_DIGITS.split(identifier)))
-
-
-class _Cluster:
-    """The cluster's occupancy while a baseline fills it, one array entry per GPU.
-
-    Every feasibility check is asked of all GPUs at once through the geometry
-    tables, so a baseline costs a few numpy operations per workload.
-    """
-
-    def __init__(self, instance: Instance) -> None:
-        self.instance = instance
-        gpus = instance.gpus
-        n = len(gpus)
-        self.mask = np.zeros(n, dtype=np.int64)
-        self.used = np.zeros(n, dtype=np.int64)  # memory slots + compute slices in use
-        self.size = np.array([g.model.slots + g.model.compute_slices for g in gpus], dtype=np.int64)
-        self.media = np.zeros(n, dtype=bool)
-        self.count = np.zeros((n, max((len(g.model.profiles) for g in gpus), default=0)), dtype=np.int64)
-        host_index = {h.id: j for j, h in enumerate(instance.hosts)}
-        self.host = np.array([host_index[g.host] for g in gpus], dtype=np.int64)
-        self.cpu = np.zeros(len(instance.hosts))
-        self.ram = np.zeros(len(instance.hosts))
-        self.cpu_cap = np.array([np.inf if h.cpu is None else h.cpu for h in instance.hosts])
-        self.ram_cap = np.array([np.inf if h.ram_gb is None else h.ram_gb for h in instance.hosts])
-        self.position = {g.id: k for k, g in enumerate(gpus)}
-        groups: dict[str, list[int]] = {}
-        for k, g in enumerate(gpus):
-            groups.setdefault(g.model.name, []).append(k)
-        self.groups = [(gpus[ks[0]].model, np.array(ks, dtype=np.int64)) for ks in groups.values()]
-        self.id_rank = np.empty(n, dtype=np.int64)
-        self.id_rank[sorted(range(n), key=lambda k: id_key(gpus[k].id))] = np.arange(n)
-        self.placed: dict[str, tuple[str, int]] = {}
-        for w in instance.running:
-            assert w.placement is not None
-            self.place(w, self.position[w.placement.gpu], w.placement.start)
-
-    def legal(self, w: Workload) -> npt.NDArray[np.int64]:
-        """Per GPU, the bitmask of starts where ``w`` may go now by every rule (0: none)."""
-        bits = np.zeros(len(self.mask), dtype=np.int64)
-        host_ok = (self.cpu + w.cpu <= self.cpu_cap + 1e-9) & (self.ram + w.ram_gb <= self.ram_cap + 1e-9)
-        for model, ks in self.groups:
-            profile = self.instance.profile_on(w, model)
-            if profile is None:
-                continue
-            p = model.profiles.index(profile)
-            ok = (self.count[ks, p] < profile.max_instances) & host_ok[self.host[ks]]
-            if profile.media_extension:
-                ok &= ~self.media[ks]
-            bits[ks] = np.where(ok, tables_for(model).legal[self.mask[ks], p], 0)
-        return bits
-
-    def place(self, w: Workload, k: int, start: int) -> None:
-        gpu = self.instance.gpus[k]
-        profile = gpu.model.profile(w.profile)
-        self.mask[k] |= profile.slot_mask(start)
-        self.used[k] += profile.memory_slots + profile.compute
-        self.count[k, gpu.model.profiles.index(profile)] += 1
-        self.media[k] |= profile.media_extension
-        self.cpu[self.host[k]] += w.cpu
-        self.ram[self.host[k]] += w.ram_gb
-        self.placed[w.id] = (gpu.id, start)
-
-    def remove(self, w: Workload) -> tuple[str, int]:
-        """Take ``w`` off its GPU (the inverse of :meth:`place`); returns where it was."""
-        gpu_id, start = self.placed.pop(w.id)
-        k = self.position[gpu_id]
-        profile = self.instance.gpus[k].model.profile(w.profile)
-        self.mask[k] &= ~profile.slot_mask(start)
-        self.used[k] -= profile.memory_slots + profile.compute
-        self.count[k, self.instance.gpus[k].model.profiles.index(profile)] -= 1
-        if profile.media_extension:  # at most one +me instance per GPU
-            self.media[k] = False
-        self.cpu[self.host[k]] -= w.cpu
-        self.ram[self.host[k]] -= w.ram_gb
-        return gpu_id, start
-
-    def copy(self) -> _Cluster:
-        """An independent copy, for trial placements that may be thrown away."""
-        other = object.__new__(_Cluster)
-        other.__dict__.update(self.__dict__)
-        for name in ("mask", "used", "media", "count", "cpu", "ram"):
-            setattr(other, name, getattr(self, name).copy())
-        other.placed = dict(self.placed)
-        return other
+class _Cluster(Cluster):
+    """The cluster with the IBM heuristics' own questions: joint slice size, Table 1's start."""
 
     def joint_size(self, w: Workload) -> npt.NDArray[np.int64]:
         """Per GPU, the memory slots plus compute slices ``w`` takes there (0 where it cannot run)."""

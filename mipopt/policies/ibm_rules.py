@@ -59,7 +59,16 @@ def _by_utilization(cluster: _Cluster, ks: list[int] | npt.NDArray[np.int64]) ->
 
 
 def _assign(cluster: _Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> bool:
-    """Initial deployment's Step 3 for one workload, over the ``allowed`` GPUs; False if it fits none.
+    """Place ``w`` where :func:`_choose` says; False if it fits none."""
+    at = _choose(cluster, w, allowed)
+    if at is None:
+        return False
+    cluster.place(w, *at)
+    return True
+
+
+def _choose(cluster: _Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> tuple[int, int] | None:
+    """Initial deployment's Step 3 for one workload, over the ``allowed`` GPUs: (GPU, start) or None.
 
     "Assign each workload to the GPU partition which provides maximum utilization
     after assignment [...] If there is no available partition for the workload,
@@ -70,7 +79,7 @@ def _assign(cluster: _Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> b
     bits = np.where(allowed, cluster.legal(w), 0)
     fits = np.flatnonzero(bits)
     if fits.size == 0:
-        return False
+        return None
     used = fits[cluster.used[fits] > 0]
     if used.size:
         after = (cluster.used[used] + cluster.joint_size(w)[used]) / cluster.size[used]
@@ -78,8 +87,7 @@ def _assign(cluster: _Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> b
     else:
         best = fits
     k = int(best[np.argmin(cluster.id_rank[best])])
-    cluster.place(w, k, cluster.preferred_start(w, k, int(bits[k])))
-    return True
+    return k, cluster.preferred_start(w, k, int(bits[k]))
 
 
 def ibm_initial(instance: Instance) -> Solution:

@@ -1,14 +1,30 @@
-"""Seeded generators of the workload set-ups the papers evaluate on.
+"""Seeded generators of the workload set-ups the papers evaluate on, and trace loaders.
 
-Each generator turns a size and a seed into a valid :class:`mipopt.instance.Instance`;
-the same arguments always give the same instance, so benchmarks and tests can name
-an instance by its arguments alone.
+Each instance generator turns a size and a seed into a valid :class:`mipopt.instance.Instance`;
+each stream generator or loader returns a :class:`mipopt.simulate.trace.Trace` for the
+simulator. The same arguments always give the same result, so benchmarks and tests can
+name an instance or trace by its arguments alone.
 
 * :func:`ibm_instance`: the IBM WPM paper's test cases (Turkkan et al., section 5.1):
   hosts of 8 GPUs, about 60 % of the GPUs partly used by running workloads, new
   workloads worth about 60 % of the cluster's compute.
+* :func:`fbk_trace`: the MFI paper's online set-up (section VI): one request per slot,
+  profiles from Table II, lifetimes uniform in [1, T], metrics against GPU demand.
+* :func:`poisson_trace`: Poisson arrivals at a chosen offered load, any mix and cluster.
+* :func:`alibaba_trace`: the Alibaba GPU trace 2023 mapped to MIG as in the GRMU paper
+  (section 8.1); :func:`alibaba_summary` counts it and its peak load.
 """
 
+from mipopt.workloads.alibaba import alibaba_summary, alibaba_trace
+from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
 from mipopt.workloads.ibm import ibm_instance
+from mipopt.workloads.poisson import poisson_trace
 
-__all__ = ["ibm_instance"]
+__all__ = [
+    "FBK_DISTRIBUTIONS",
+    "alibaba_summary",
+    "alibaba_trace",
+    "fbk_trace",
+    "ibm_instance",
+    "poisson_trace",
+]

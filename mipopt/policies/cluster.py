@@ -1,0 +1,219 @@
+"""The cluster's occupancy as arrays, one entry per GPU: what every heuristic and the simulator update.
+
+Every feasibility question is asked of all GPUs at once through the geometry tables
+(:func:`mipopt.geometry.tables_for`), so a decision costs a few numpy operations per
+request whatever the cluster's size. :class:`Cluster` holds the occupied-slot mask,
+instances per profile, the ``+me`` holder and host cpu and ram; it places, removes and
+moves workloads and counts the moves by kind.
+
+A workload normally occupies its own profile on the GPU's model. MIG-Adapter places a
+request at a larger profile ("borrowing"): pass that profile to :meth:`Cluster.place`;
+the cluster remembers it per workload, so removing and moving stay exact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Self
+
+import numpy as np
+import numpy.typing as npt
+
+from mipopt.catalog import GpuModel, Profile
+from mipopt.geometry import tables_for
+from mipopt.instance import Instance, Workload
+
+__all__ = ["Cluster", "Move", "id_key"]
+
+_DIGITS = re.compile(r"(\d+)")
+
+#: Kinds of moves, as the verifier counts them.
+MOVE_KINDS = ("intra_gpu", "inter_gpu", "inter_host")
+
+
+def id_key(identifier: str) -> tuple[str | int, ...]:
+    """Natural sort key of an id: ``'h1-g10'`` -> ``('h', 1, '-g', 10, '')``.
+
+    ``re.split`` with a capturing group alternates text and digit runs, starting
+    with text, so two keys compare text with text and numbers with numbers.
+    """
+    return tuple(int(part) if k % 2 else part for k, part in enumerate(_DIGITS.split(identifier)))
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One executed migration: GPU positions and starts before and after, and its kind."""
+
+    workload: str
+    source: tuple[int, int]
+    target: tuple[int, int]
+    kind: str  # one of MOVE_KINDS
+
+
+class Cluster:
+    """Occupancy of every GPU of ``instance``; running workloads are placed at construction.
+
+    Attributes (arrays indexed by GPU position in ``instance.gpus``)
+    ----------------------------------------------------------------
+    mask
+        Occupied memory slots (a state of the geometry tables).
+    used
+        Memory slots plus compute slices in use (IBM's joint slice utilization numerator).
+    size
+        Memory slots plus compute slices of the GPU's model.
+    media
+        Whether the GPU's one ``+me`` set is taken.
+    count
+        ``[gpu, profile]`` instances per profile (``max_instances``).
+    host
+        Host position of each GPU; ``cpu``, ``ram`` (per host) are in use.
+    id_rank
+        Rank of each GPU in natural id order.
+    placed
+        Workload id -> (GPU id, start) of everything on the cluster now.
+    moves
+        Counter of executed moves by kind; ``log`` the moves themselves.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        gpus = instance.gpus
+        n = len(gpus)
+        self.mask = np.zeros(n, dtype=np.int64)
+        self.used = np.zeros(n, dtype=np.int64)
+        self.size = np.array([g.model.slots + g.model.compute_slices for g in gpus], dtype=np.int64)
+        self.media = np.zeros(n, dtype=bool)
+        self.count = np.zeros((n, max((len(g.model.profiles) for g in gpus), default=0)), dtype=np.int64)
+        host_index = {h.id: j for j, h in enumerate(instance.hosts)}
+        self.host = np.array([host_index[g.host] for g in gpus], dtype=np.int64)
+        self.cpu = np.zeros(len(instance.hosts))
+        self.ram = np.zeros(len(instance.hosts))
+        self.cpu_cap = np.array([np.inf if h.cpu is None else h.cpu for h in instance.hosts])
+        self.ram_cap = np.array([np.inf if h.ram_gb is None else h.ram_gb for h in instance.hosts])
+        self.position = {g.id: k for k, g in enumerate(gpus)}
+        groups: dict[str, list[int]] = {}
+        for k, g in enumerate(gpus):
+            groups.setdefault(g.model.name, []).append(k)
+        self.groups = [(gpus[ks[0]].model, np.array(ks, dtype=np.int64)) for ks in groups.values()]
+        self.id_rank = np.empty(n, dtype=np.int64)
+        self.id_rank[sorted(range(n), key=lambda k: id_key(gpus[k].id))] = np.arange(n)
+        self.placed: dict[str, tuple[str, int]] = {}
+        self.profile_of: dict[str, int] = {}  # workload id -> profile index it occupies
+        self.moves: Counter[str] = Counter()
+        self.log: list[Move] = []
+        for w in instance.running:
+            assert w.placement is not None
+            self.place(w, self.position[w.placement.gpu], w.placement.start)
+
+    # --- questions
+
+    def model(self, k: int) -> GpuModel:
+        return self.instance.gpus[k].model
+
+    def profile_index(self, w: Workload, model: GpuModel) -> int | None:
+        """Position of ``w``'s own profile in ``model.profiles``, or None where it cannot run."""
+        profile = self.instance.profile_on(w, model)
+        return None if profile is None else model.profiles.index(profile)
+
+    def legal(self, w: Workload, profile: str | None = None) -> npt.NDArray[np.int64]:
+        """Per GPU, the bitmask of starts where ``w`` may go now by every rule (0: none).
+
+        ``profile`` asks for another profile name than ``w``'s own (a borrowed one).
+        """
+        bits = np.zeros(len(self.mask), dtype=np.int64)
+        host_ok = (self.cpu + w.cpu <= self.cpu_cap + 1e-9) & (self.ram + w.ram_gb <= self.ram_cap + 1e-9)
+        for model, ks in self.groups:
+            p = self._index(w, model, profile)
+            if p is None:
+                continue
+            prof = model.profiles[p]
+            ok = (self.count[ks, p] < prof.max_instances) & host_ok[self.host[ks]]
+            if prof.media_extension:
+                ok &= ~self.media[ks]
+            bits[ks] = np.where(ok, tables_for(model).legal[self.mask[ks], p], 0)
+        return bits
+
+    def _index(self, w: Workload, model: GpuModel, profile: str | None) -> int | None:
+        if profile is None:
+            return self.profile_index(w, model)
+        if w.gpu_models is not None and model.name not in w.gpu_models:
+            return None
+        found = model.find(profile)
+        return None if found is None else model.profiles.index(found)
+
+    def occupied_profile(self, wid: str) -> Profile:
+        """The profile workload ``wid`` occupies now (its own, or a borrowed larger one)."""
+        gpu_id, _ = self.placed[wid]
+        return self.instance.gpu(gpu_id).model.profiles[self.profile_of[wid]]
+
+    def on_gpu(self, k: int) -> list[str]:
+        """Ids of the workloads on GPU ``k`` now, in placement order."""
+        gpu_id = self.instance.gpus[k].id
+        return [wid for wid, (g, _) in self.placed.items() if g == gpu_id]
+
+    @property
+    def active(self) -> npt.NDArray[np.bool_]:
+        """GPUs holding at least one instance."""
+        return self.mask != 0
+
+    # --- changes
+
+    def place(self, w: Workload, k: int, start: int, profile: str | None = None) -> None:
+        """Put ``w`` on GPU ``k`` at ``start``, at its own profile or at ``profile`` (borrowed)."""
+        model = self.model(k)
+        p = self._index(w, model, profile)
+        assert p is not None, f"{w.id} cannot run on {model.name}"
+        prof = model.profiles[p]
+        self.mask[k] |= prof.slot_mask(start)
+        self.used[k] += prof.memory_slots + prof.compute
+        self.count[k, p] += 1
+        self.media[k] |= prof.media_extension
+        self.cpu[self.host[k]] += w.cpu
+        self.ram[self.host[k]] += w.ram_gb
+        self.placed[w.id] = (self.instance.gpus[k].id, start)
+        self.profile_of[w.id] = p
+
+    def remove(self, w: Workload) -> tuple[str, int]:
+        """Take ``w`` off its GPU (the inverse of :meth:`place`); returns where it was."""
+        gpu_id, start = self.placed.pop(w.id)
+        p = self.profile_of.pop(w.id)
+        k = self.position[gpu_id]
+        prof = self.model(k).profiles[p]
+        self.mask[k] &= ~prof.slot_mask(start)
+        self.used[k] -= prof.memory_slots + prof.compute
+        self.count[k, p] -= 1
+        if prof.media_extension:  # at most one +me instance per GPU
+            self.media[k] = False
+        self.cpu[self.host[k]] -= w.cpu
+        self.ram[self.host[k]] -= w.ram_gb
+        return gpu_id, start
+
+    def move(self, w: Workload, k: int, start: int, profile: str | None = None) -> Move:
+        """Migrate ``w`` to GPU ``k`` at ``start`` (its own profile unless ``profile``); counted by kind."""
+        gpu_id, old_start = self.remove(w)
+        old = self.position[gpu_id]
+        self.place(w, k, start, profile)
+        if old == k:
+            kind = "intra_gpu"
+        elif self.host[old] == self.host[k]:
+            kind = "inter_gpu"
+        else:
+            kind = "inter_host"
+        move = Move(w.id, (old, old_start), (k, start), kind)
+        self.moves[kind] += 1
+        self.log.append(move)
+        return move
+
+    def copy(self) -> Self:
+        """An independent copy, for trial placements that may be thrown away."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        for name in ("mask", "used", "media", "count", "cpu", "ram"):
+            setattr(other, name, getattr(self, name).copy())
+        other.placed = dict(self.placed)
+        other.profile_of = dict(self.profile_of)
+        other.moves = Counter(self.moves)
+        other.log = list(self.log)
+        return other

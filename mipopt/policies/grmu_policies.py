@@ -1,0 +1,413 @@
+"""The GRMU paper's online policies (Siavashi et al., GRMU, sections 5, 7 and 8.3).
+
+Every policy places an instance at the driver's default start (GRMU Eq. 2, the
+start that leaves the highest CC, ``tables_for(model).default_start``); they
+differ in the GPU they pick, among the GPUs where every rule of
+:meth:`Cluster.legal <mipopt.policies.cluster.Cluster.legal>` allows that start:
+
+* ``ff``: hosts and GPUs in order, the first GPU where the profile fits;
+* ``bf``: the GPU with the fewest free memory slots after placing;
+* ``mcc`` (Alg. 6): the GPU with the highest CC (Eq. 1) after placing;
+* ``mecc`` (Alg. 7): the GPU with the highest expected CC after placing: the
+  legal starts of each profile weighted by that profile's share among the
+  arrivals of the last ``window`` time units (24 hours in the paper);
+* ``grmu`` (Algs. 2-5): dual-basket pooling, defragmentation on rejection and
+  periodic consolidation (:class:`Grmu`).
+
+Ties go to the GPU that comes first in instance order (GPU positions). Every
+decision scores all GPUs of a model group with one numpy indexing operation on
+the geometry tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from mipopt.catalog import GpuModel
+from mipopt.geometry import NO_START, GeometryTables, tables_for
+from mipopt.instance import Workload
+from mipopt.policies.cluster import Cluster, Move
+from mipopt.policies.online import Decision, Policy, register
+
+__all__ = ["BestFit", "FirstFit", "Grmu", "MaxCC", "MaxExpectedCC"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+#: ``score(model, tables, p, after)``: the score of each GPU whose state would become ``after``.
+Score = Callable[[GpuModel, GeometryTables, int, IntArray], npt.NDArray[np.floating] | IntArray]
+
+
+@lru_cache(maxsize=64)
+def slot_masks(model: GpuModel) -> IntArray:
+    """``[p, start]`` bitmask of the slots profile ``p`` occupies at ``start`` (0 where illegal)."""
+    out = np.zeros((len(model.profiles), model.slots), dtype=np.int64)
+    for i, profile in enumerate(model.profiles):
+        for s in profile.starts:
+            out[i, s] = profile.slot_mask(s)
+    return out
+
+
+def default_starts(cluster: Cluster, w: Workload) -> IntArray:
+    """Per GPU, the driver's default start of ``w`` if every rule allows it there, else -1."""
+    start = np.full(len(cluster.mask), NO_START, dtype=np.int64)
+    for _, ks, _, s in _candidates(cluster, w):
+        start[ks] = s
+    return start
+
+
+def _candidates(cluster: Cluster, w: Workload) -> Iterator[tuple[GpuModel, IntArray, int, IntArray]]:
+    """Per model group: the model, the GPUs where ``w`` may go at its default start, its profile, the starts.
+
+    A GPU qualifies when :meth:`Cluster.legal` (every rule: free slots, per-profile
+    maxima, ``+me``, host cpu and ram, allowed models) has the default start's bit set.
+    """
+    legal = cluster.legal(w)
+    for model, ks in cluster.groups:
+        p = cluster.profile_index(w, model)
+        if p is None:
+            continue
+        # one model on the whole cluster: a slice instead of fancy indexing (no copies)
+        sel: slice | IntArray = slice(None) if len(ks) == len(legal) else ks
+        bits = legal[sel]
+        s = tables_for(model).default_start[cluster.mask[sel], p]
+        ok = (s >= 0) & (((bits >> np.maximum(s, 0)) & 1) == 1)
+        if ok.any():
+            yield model, ks[ok], p, s[ok]
+
+
+def best_gpu(cluster: Cluster, w: Workload, score: Score) -> Decision:
+    """The GPU with the highest ``score`` after placing ``w`` at its default start (ties: first).
+
+    Returns
+    -------
+    Decision
+        (GPU position, default start), or None when ``w`` fits nowhere.
+    """
+    value = np.full(len(cluster.mask), -np.inf)
+    start = np.full(len(cluster.mask), NO_START, dtype=np.int64)
+    found = False
+    for model, ks, p, s in _candidates(cluster, w):
+        after = cluster.mask[ks] | slot_masks(model)[p, s]
+        value[ks] = score(model, tables_for(model), p, after)
+        start[ks] = s
+        found = True
+    if not found:
+        return None
+    k = int(np.argmax(value))  # argmax returns the first maximum: ties go to the earlier GPU
+    return k, int(start[k])
+
+
+@register("ff")
+class FirstFit(Policy):
+    """GRMU ff: hosts and GPUs in order, the first GPU where the profile fits, driver default start."""
+
+    name = "ff"
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        start = default_starts(cluster, w)
+        ok = np.flatnonzero(start >= 0)
+        return None if ok.size == 0 else (int(ok[0]), int(start[ok[0]]))
+
+
+@register("bf")
+class BestFit(Policy):
+    """GRMU bf: the GPU with the fewest free memory slots left after placing, driver default start."""
+
+    name = "bf"
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        return best_gpu(cluster, w, lambda model, t, p, after: -t.free_slots[after])
+
+
+@register("mcc")
+class MaxCC(Policy):
+    """GRMU mcc (Alg. 6): the GPU with the highest CC after placing, driver default start."""
+
+    name = "mcc"
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        return best_gpu(cluster, w, lambda model, t, p, after: t.cc[after])
+
+
+@register("mecc")
+class MaxExpectedCC(Policy):
+    """GRMU mecc (Alg. 7): the GPU with the highest expected CC after placing, driver default start.
+
+    The expected CC of a state is the sum over profiles of (legal starts of the
+    profile) x (the profile's share among the arrivals of the last ``window`` time
+    units before this one). Before any arrival, every base profile weighs the same,
+    which ranks GPUs as ``mcc`` does.
+
+    Parameters
+    ----------
+    window
+        Look-back in the trace's time unit; the paper picked 24 hours (section 8.3).
+    """
+
+    name = "mecc"
+
+    def __init__(self, window: float = 24.0) -> None:
+        if window <= 0:
+            raise TypeError(f"window must be positive, got {window}")
+        self.window = float(window)
+        self._history: deque[tuple[float, str, str]] = deque()  # (arrival, workload id, profile)
+        self._shares: Counter[str] = Counter()
+
+    def start(self, cluster: Cluster, rng: np.random.Generator) -> None:
+        self._history.clear()
+        self._shares.clear()
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        while self._history and self._history[0][0] <= now - self.window:
+            _, _, old = self._history.popleft()
+            self._shares[old] -= 1
+        # ECC of every state first (2**slots of them), then one lookup per GPU
+        ecc = {model.name: tables_for(model).capacity @ self._weights(model) for model, _ in cluster.groups}
+        decision = best_gpu(cluster, w, lambda model, t, p, after: ecc[model.name][after])
+        if not self._history or self._history[-1][1] != w.id:  # a retry of the same request counts once
+            self._history.append((now, w.id, str(w.profile)))  # an int profile is an -lgip id
+            self._shares[str(w.profile)] += 1
+        return decision
+
+    def _weights(self, model: GpuModel) -> FloatArray:
+        weights = np.zeros(len(model.profiles))
+        for name, count in self._shares.items():
+            index = model.index(name)
+            if index is not None and count > 0:
+                weights[index] += count
+        if weights.sum() == 0:
+            weights = np.array([1.0 if p.base else 0.0 for p in model.profiles])
+        return weights / weights.sum()
+
+
+POOL, LIGHT, HEAVY = 0, 1, 2
+
+
+@register("grmu")
+class Grmu(Policy):
+    """GRMU (Algs. 2-5): dual baskets, first fit by global index, defragmentation, consolidation.
+
+    * **Baskets** (Algs. 2-3). Every GPU is in the pool, the light basket or the heavy
+      basket. Requests for the full-GPU profile of a model (7g.40gb on A100-40GB) go
+      to the heavy basket, all others to the light basket; inside its basket a
+      request goes to the first GPU (global index = instance order) where it fits at
+      the default start. When none fits, the first pool GPU where it fits joins the
+      basket, if the basket holds fewer GPUs than its capacity: ``heavy`` x (number
+      of GPUs), rounded, for the heavy basket and the rest for the light one (Alg. 3
+      writes ``<=``, which would let a basket exceed its capacity by one GPU).
+      As in Alg. 2, each basket starts with one empty GPU from the pool. A GPU that
+      empties goes back to the pool.
+    * **Defragmentation** (Alg. 4), when a request finds no place: the active light
+      GPU with the highest GRMU Fragmentation value (``tables_for(model).grmu``) has
+      its workloads re-placed on an empty mock GPU at their default starts, in
+      placement order (largest first when that order does not fit); those whose start
+      changes move there (intra-GPU migrations), and the request is tried once more.
+      Pinned workloads keep their slots (they are put on the mock GPU first).
+    * **Consolidation** (Alg. 5), every ``consolidation`` time units: light GPUs with
+      one instance filling exactly their lower or upper half (a single 3g.20gb or
+      4g.20gb on A100-40GB) are paired: the instance of the GPU with the highest
+      global index moves to the lowest-indexed partner where it fits (Alg. 5 says
+      "any"; this keeps the low indices that first fit prefers busy), which becomes
+      full, and the emptied GPU goes back to the pool.
+
+    Parameters
+    ----------
+    heavy
+        Heavy-basket capacity as a fraction of all GPUs; the paper's setting is 0.3
+        (section 8.2.1). None: one basket for every request.
+    defrag
+        Defragment on rejection.
+    consolidation
+        Interval between consolidations in the trace's time unit; None or 0 switches
+        it off, the paper's final setting (section 8.2.2).
+    """
+
+    name = "grmu"
+
+    def __init__(self, heavy: float | None = 0.3, defrag: bool = True, consolidation: float | None = None):
+        if heavy is not None and not 0 <= heavy <= 1:
+            raise TypeError(f"heavy must be a fraction in [0, 1] or None, got {heavy}")
+        if consolidation is not None and consolidation < 0:
+            raise TypeError(f"consolidation must be a positive interval or None, got {consolidation}")
+        self.heavy = heavy
+        self.defrag = bool(defrag)
+        self.consolidation = consolidation or None
+        self.tick = self.consolidation
+        self.basket: IntArray = np.zeros(0, dtype=np.int64)
+        self.capacity = {LIGHT: 0, HEAVY: 0}
+
+    # --- state
+
+    def start(self, cluster: Cluster, rng: np.random.Generator) -> None:
+        """Alg. 2: GPUs already in use join a basket (heavy if they hold a full-GPU instance)."""
+        n = len(cluster.mask)
+        heavy_cap = 0 if self.heavy is None else math.floor(self.heavy * n + 0.5)
+        self.capacity = {LIGHT: n - heavy_cap, HEAVY: heavy_cap}
+        self.basket = np.where(cluster.mask != 0, LIGHT, POOL).astype(np.int64)
+        if self.heavy is not None:
+            for model, ks in cluster.groups:
+                full = [i for i, p in enumerate(model.profiles) if p.memory_slots == model.slots]
+                holds = cluster.count[ks][:, full].sum(axis=1) > 0 if full else np.zeros(len(ks), bool)
+                self.basket[ks[holds]] = HEAVY
+        for basket in (HEAVY, LIGHT):
+            if self.capacity[basket] > 0 and not (self.basket == basket).any():
+                free = np.flatnonzero(self.basket == POOL)
+                if free.size:
+                    self.basket[free[0]] = basket
+
+    def _basket_of(self, cluster: Cluster, w: Workload) -> int:
+        if self.heavy is None:
+            return LIGHT
+        for model, _ in cluster.groups:
+            profile = cluster.instance.profile_on(w, model)
+            if profile is not None and profile.memory_slots == model.slots:
+                return HEAVY
+        return LIGHT
+
+    # --- decisions
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        """Alg. 3: first fit inside the request's basket, else a GPU from the pool."""
+        if len(self.basket) != len(cluster.mask):
+            self.start(cluster, np.random.default_rng(0))
+        basket = self._basket_of(cluster, w)
+        start = default_starts(cluster, w)
+        fits = start >= 0
+        inside = np.flatnonzero(fits & (self.basket == basket))
+        if inside.size:
+            return int(inside[0]), int(start[inside[0]])
+        if np.count_nonzero(self.basket == basket) >= self.capacity[basket]:
+            return None
+        pool = np.flatnonzero(fits & (self.basket == POOL))
+        if pool.size == 0:
+            return None
+        k = int(pool[0])
+        self.basket[k] = basket
+        return k, int(start[k])
+
+    def on_reject(self, cluster: Cluster, w: Workload, now: float) -> bool:
+        """Alg. 4, then one more try."""
+        if not self.defrag or not self.defragment(cluster):
+            return False
+        at = self.choose(cluster, w, now)
+        if at is None:
+            return False
+        cluster.place(w, *at)
+        return True
+
+    def depart(self, cluster: Cluster, w: Workload, now: float) -> None:
+        k = cluster.position[cluster.placed[w.id][0]]
+        super().depart(cluster, w, now)
+        if cluster.mask[k] == 0:
+            self.basket[k] = POOL
+
+    def on_tick(self, cluster: Cluster, now: float) -> None:
+        if self.consolidation:
+            self.consolidate(cluster)
+
+    # --- migrations
+
+    def defragment(self, cluster: Cluster) -> list[Move]:
+        """Alg. 4: rearrange the most fragmented light GPU to its default placement; the moves made."""
+        frag = np.full(len(cluster.mask), -1.0)
+        for model, ks in cluster.groups:
+            frag[ks] = tables_for(model).grmu[cluster.mask[ks]]
+        frag[(self.basket != LIGHT) | (cluster.mask == 0)] = -1.0
+        k = int(np.argmax(frag))
+        if frag[k] <= 0:  # nothing stranded: a rearrangement would not let more profiles in
+            return []
+        target = mock_arrangement(cluster, k)
+        if target is None:
+            return []
+        return rearrange(cluster, k, target)
+
+    def consolidate(self, cluster: Cluster) -> list[Move]:
+        """Alg. 5: pair half-full single-instance light GPUs so one fills and the other empties."""
+        half = np.zeros(len(cluster.mask), dtype=bool)
+        for model, ks in cluster.groups:
+            lower = (1 << (model.slots // 2)) - 1
+            upper = model.full_mask & ~((1 << (model.slots - model.slots // 2)) - 1)
+            mask = cluster.mask[ks]
+            half[ks] = (mask == lower) | (mask == upper)
+        half &= (self.basket == LIGHT) & (cluster.count.sum(axis=1) == 1)
+        left = set(np.flatnonzero(half).tolist())
+        moves = []
+        for source in sorted(left, reverse=True):
+            if source not in left:
+                continue
+            wid = cluster.on_gpu(source)[0]
+            w = cluster.instance.workload(wid)
+            if w.pinned:
+                continue
+            start = default_starts(cluster, w)
+            partners = [k for k in sorted(left) if k != source and start[k] >= 0]
+            if not partners:
+                continue
+            target = partners[0]
+            moves.append(cluster.move(w, target, int(start[target])))
+            left -= {source, target}
+            self.basket[source] = POOL
+        return moves
+
+
+def mock_arrangement(cluster: Cluster, k: int) -> dict[str, int] | None:
+    """Alg. 4's mock GPU: GPU ``k``'s workloads re-placed on an empty GPU at default starts.
+
+    Pinned workloads keep their starts; the others go in placement order, or largest
+    first when that order leaves one without a start. Returns workload id -> start,
+    or None when neither order fits.
+    """
+    model = cluster.model(k)
+    t = tables_for(model)
+    masks = slot_masks(model)
+    wids = cluster.on_gpu(k)
+    pinned = [wid for wid in wids if cluster.instance.workload(wid).pinned]
+    free = [wid for wid in wids if wid not in pinned]
+    base = {wid: cluster.placed[wid][1] for wid in pinned}
+    state0 = 0
+    for wid, s in base.items():
+        state0 |= int(masks[cluster.profile_of[wid], s])
+    largest = sorted(free, key=lambda wid: -model.profiles[cluster.profile_of[wid]].memory_slots)
+    for order in (free, largest):
+        state, out = state0, dict(base)
+        for wid in order:
+            p = cluster.profile_of[wid]
+            s = int(t.default_start[state, p])
+            if s == NO_START:
+                break
+            state |= int(masks[p, s])
+            out[wid] = s
+        else:
+            return out
+    return None
+
+
+def rearrange(cluster: Cluster, k: int, target: dict[str, int]) -> list[Move]:
+    """Move GPU ``k``'s workloads to the starts of ``target`` (intra-GPU migrations).
+
+    :meth:`Cluster.move` removes and places one workload at a time, so a workload
+    could land on slots another mover has not left yet; all movers are taken off
+    first, then put back at their new starts. Each counts as one intra-GPU move in
+    ``cluster.moves`` and ``cluster.log``, as :meth:`Cluster.move` would count it.
+    """
+    movers = [wid for wid, s in target.items() if cluster.placed[wid][1] != s]
+    workloads = [cluster.instance.workload(wid) for wid in movers]
+    borrowed = {}
+    for w in workloads:
+        profile = cluster.occupied_profile(w.id)
+        borrowed[w.id] = None if cluster.instance.profile_on(w, cluster.model(k)) == profile else profile.name
+    old = {w.id: cluster.remove(w)[1] for w in workloads}
+    moves = []
+    for w in workloads:
+        cluster.place(w, k, target[w.id], borrowed[w.id])
+        move = Move(w.id, (k, old[w.id]), (k, target[w.id]), "intra_gpu")
+        cluster.moves["intra_gpu"] += 1
+        cluster.log.append(move)
+        moves.append(move)
+    return moves

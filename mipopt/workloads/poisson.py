@@ -1,0 +1,141 @@
+"""Poisson request streams at a chosen offered load, for any cluster and profile mix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+import numpy as np
+
+from mipopt.instance import Instance
+from mipopt.simulate.trace import Request, Trace
+
+__all__ = ["poisson_trace"]
+
+Lifetime = Literal["exponential", "uniform"]
+
+
+def poisson_trace(
+    cluster: Instance,
+    *,
+    load: float,
+    mix: Mapping[str, float],
+    mean_lifetime: float,
+    horizon: float,
+    seed: int,
+    lifetime: Lifetime = "exponential",
+    name: str | None = None,
+) -> Trace:
+    """Requests arriving as a Poisson process whose offered load is ``load``.
+
+    The offered load is the expected number of memory slots requested by the
+    workloads present at a time (as if every request were accepted) over the
+    cluster's memory slots. By Little's law that is ``rate * mean_lifetime * mean
+    size / capacity``, so the arrival rate is ``load * capacity / (mean_lifetime *
+    mean size)``, where the mean size is the ``mix``-weighted memory slots of the
+    profiles. Arrivals fall in ``[0, horizon)``; departures may lie beyond it. The
+    stream starts empty, so the load it offers reaches ``load`` after a few mean
+    lifetimes.
+
+    Parameters
+    ----------
+    cluster
+        Hosts and GPUs (its workloads are ignored); its capacity is the memory slots
+        of all its GPUs.
+    load
+        Offered load, positive (above 1 offers more than the cluster holds).
+    mix
+        Profile name -> relative frequency (normalized here; non-negative, positive
+        sum). Each profile must belong to a GPU model of the cluster; its size is its
+        memory slots there.
+    mean_lifetime
+        Mean lifetime in hours, positive.
+    horizon
+        Arrivals happen in ``[0, horizon)`` hours, positive.
+    seed
+        Seed of the generator: the same arguments give the same trace.
+    lifetime
+        ``"exponential"`` (memoryless) or ``"uniform"`` on ``(0, 2 * mean_lifetime]``.
+    name
+        Trace name; default ``poisson-load{load}-seed{seed}``.
+
+    Returns
+    -------
+    Trace
+        ``time_unit="h"``; requests ``p000000``, ...; every request weighs 1 and needs no
+        cpu or ram. ``meta`` holds the arguments, ``rate`` (arrivals per hour),
+        ``mean_size`` and ``capacity_slots``.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, the rule and the bad value.
+    """
+    for label, value in (("load", load), ("mean_lifetime", mean_lifetime), ("horizon", horizon)):
+        if not value > 0 or value == float("inf"):  # also rejects NaN
+            raise ValueError(f"{label} must be a positive finite number, got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if lifetime not in ("exponential", "uniform"):
+        raise ValueError(f"lifetime must be 'exponential' or 'uniform', got {lifetime!r}")
+    if not cluster.gpus:
+        raise ValueError("cluster: has no GPUs")
+    names = list(mix)
+    weights = np.array([float(mix[p]) for p in names])
+    if not names or (weights < 0).any() or not weights.sum() > 0:
+        raise ValueError(f"mix must give non-negative frequencies with a positive sum, got {dict(mix)!r}")
+    sizes = np.array([_memory_slots(cluster, p) for p in names], dtype=float)
+    probs = weights / weights.sum()
+    capacity = sum(g.model.slots for g in cluster.gpus)
+    mean_size = float(probs @ sizes)
+    rate = load * capacity / (mean_lifetime * mean_size)
+
+    rng = np.random.default_rng(seed)
+    count = int(rng.poisson(rate * horizon))
+    # Given their number, the arrival times of a Poisson process are uniform order statistics.
+    arrivals = np.sort(rng.uniform(0.0, horizon, size=count))
+    profiles = rng.choice(len(names), size=count, p=probs)
+    if lifetime == "exponential":
+        durations = rng.exponential(mean_lifetime, size=count)
+    else:
+        durations = 2.0 * mean_lifetime * (1.0 - rng.uniform(size=count))
+    # A zero draw (probability ~0) would make a request leave as it arrives, which Trace forbids.
+    durations = np.maximum(durations, 1e-9 * mean_lifetime)
+    width = max(6, len(str(count - 1)))
+    requests = tuple(
+        Request(f"p{i:0{width}d}", names[int(k)], float(a), float(a + d))
+        for i, (a, k, d) in enumerate(zip(arrivals, profiles, durations, strict=True))
+    )
+    return Trace(
+        name=name or f"poisson-load{load:g}-seed{seed}",
+        cluster=cluster,
+        requests=requests,
+        time_unit="h",
+        meta={
+            "generator": "poisson",
+            "load": load,
+            "mix": {p: float(q) for p, q in zip(names, probs, strict=True)},
+            "mean_lifetime": mean_lifetime,
+            "horizon": horizon,
+            "seed": seed,
+            "lifetime": lifetime,
+            "rate": rate,
+            "mean_size": mean_size,
+            "capacity_slots": capacity,
+        },
+    )
+
+
+def _memory_slots(cluster: Instance, profile: str) -> int:
+    """Memory slots of ``profile`` on the cluster's GPU models (they must agree)."""
+    found = {
+        p.memory_slots
+        for m in {g.model.name: g.model for g in cluster.gpus}.values()
+        if (p := m.find(profile))
+    }
+    if not found:
+        models = sorted({g.model.name for g in cluster.gpus})
+        raise ValueError(f"mix: {profile!r} is not a profile of the cluster's GPU models {models}")
+    if len(found) > 1:
+        raise ValueError(f"mix: {profile!r} has different sizes {sorted(found)} on the cluster's GPU models")
+    return found.pop()

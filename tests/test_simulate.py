@@ -1,0 +1,101 @@
+"""The simulator: event order, departures, queueing, batching, counts, the verifier at every step."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mipopt.instance import InstanceBuilder, Workload
+from mipopt.policies.cluster import Cluster
+from mipopt.policies.online import Decision, Policy
+from mipopt.simulate import Request, SimulationError, Trace, simulate
+
+
+class LowestStart(Policy):
+    """First GPU in order with a legal start, lowest start (a test policy)."""
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        bits = cluster.legal(w)
+        ks = np.flatnonzero(bits)
+        if ks.size == 0:
+            return None
+        b = int(bits[ks[0]])
+        return int(ks[0]), (b & -b).bit_length() - 1
+
+
+class Overlapping(LowestStart):
+    """Places the second request on top of the first: the debug check must catch it."""
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        return (0, 0) if cluster.placed else super().choose(cluster, w, now)
+
+
+def one_gpu() -> InstanceBuilder:
+    b = InstanceBuilder("one")
+    b.add_host("h0", gpus={"g0": "A100-40GB"})
+    return b
+
+
+def trace(requests: list[Request], gpus: int = 1, time_unit: str = "slot") -> Trace:
+    b = InstanceBuilder("cluster")
+    b.add_host("h0", gpus={f"g{k}": "A100-40GB" for k in range(gpus)})
+    return Trace("t", b.build(), tuple(requests), time_unit)
+
+
+def test_a_full_gpu_rejects_until_a_departure() -> None:
+    # 7g fills the GPU from t=0 to t=3; a 1g at t=1 is dropped, one at t=3 fits (departures first)
+    t = trace([Request("a", "7g.40gb", 0, 3), Request("b", "1g.5gb", 1, 5), Request("c", "1g.5gb", 3, 4)])
+    res = simulate(t, LowestStart(), debug=True)
+    s = res.summary
+    assert (s["arrived"], s["accepted"], s["acceptance"]) == (3, 2, pytest.approx(2 / 3))
+    assert s["acceptance_1g.5gb"] == 0.5 and s["acceptance_7g.40gb"] == 1.0
+    series = res.series.set_index("time")
+    assert list(series.index) == [1, 2, 3, 4, 5]
+    assert list(series["active_gpus"]) == [1, 1, 1, 1, 0]  # sampled at each slot's end
+    assert list(series["accepted"]) == [1, 1, 1, 2, 2]
+    assert series.loc[1, "memory_utilization"] == 1.0 and series.loc[4, "memory_utilization"] == 0.125
+    assert res.placed == {}  # everyone left
+
+
+def test_queue_waits_for_a_departure_within_the_timeout() -> None:
+    t = trace([Request("a", "7g.40gb", 0, 3), Request("b", "4g.20gb", 1, 4), Request("c", "4g.20gb", 1, 2)])
+    late = simulate(t, LowestStart(), queue_timeout=1.5, debug=True).summary
+    assert (late["accepted"], late["dropped"]) == (1, 2)  # both waited 2 > 1.5
+    waited = simulate(t, LowestStart(), queue_timeout=2.0, debug=True)
+    # both 4g requests waited from t=1 to t=3; b takes start 0, c (3 slots left) cannot run: 4g starts only at 0
+    assert waited.summary["accepted"] == 2
+    assert waited.series["queued"].max() == 2
+
+
+def test_batching_decides_at_interval_multiples() -> None:
+    t = trace([Request("a", "1g.5gb", 0.2, 1.5), Request("b", "7g.40gb", 1.6, 3)])
+    # on arrival, a has left when b comes; batched, a runs from 1.0 to 2.3 and b (decided at 2.0) is rejected
+    assert simulate(t, LowestStart(), debug=True).summary["accepted"] == 2
+    res = simulate(t, LowestStart(), batch_interval=1.0, debug=True)
+    assert (res.summary["accepted"], res.summary["dropped"]) == (1, 1)
+    assert list(res.series["active_gpus"]) == [0, 1, 0]  # sampled at 1, 2, 3 (before that instant's events)
+
+
+def test_debug_mode_names_the_first_broken_state() -> None:
+    t = trace([Request("a", "1g.5gb", 0, 5), Request("b", "1g.5gb", 1, 5)])
+    with pytest.raises(SimulationError, match=r"after event 2 of b at 1: .*overlap"):
+        simulate(t, Overlapping(), debug=True)
+
+
+def test_hardware_counts_hosts_and_gpus() -> None:
+    t = trace([Request(f"w{k}", "7g.40gb", 0, math.inf) for k in range(3)], gpus=4)
+    res = simulate(t, LowestStart(), debug=True)
+    last = res.series.iloc[-1]
+    assert (last["active_hosts"], last["active_gpus"], last["hardware"]) == (1, 3, 4.0)
+    assert res.summary["hardware_area"] == 4.0  # one bucket of width 1
+
+
+def test_bad_traces_are_rejected() -> None:
+    with pytest.raises(ValueError, match=r"requests\[1\]\.id: duplicate id 'a'"):
+        trace([Request("a", "1g.5gb", 0, 1), Request("a", "1g.5gb", 0, 1)])
+    with pytest.raises(ValueError, match=r"requests\[0\]\.departure: 1 is not after arrival 1"):
+        trace([Request("a", "1g.5gb", 1, 1)])
+    with pytest.raises(ValueError, match=r"requests\[1\]\.arrival: requests must be sorted by arrival"):
+        trace([Request("a", "1g.5gb", 2, 3), Request("b", "1g.5gb", 1, 3)])
