@@ -99,3 +99,38 @@ def test_bad_traces_are_rejected() -> None:
         trace([Request("a", "1g.5gb", 1, 1)])
     with pytest.raises(ValueError, match=r"requests\[1\]\.arrival: requests must be sorted by arrival"):
         trace([Request("a", "1g.5gb", 2, 3), Request("b", "1g.5gb", 1, 3)])
+
+
+@pytest.mark.parametrize("spec", ["ff", "bf", "mcc", "mecc", "grmu", "grmu:consolidation=5", "ff-agnostic", "rr",
+                                  "bf-bi", "wf-bi", "mfi", "lb", "ibm-initial", "adapter(mfi)"])  # fmt: skip
+def test_every_policy_keeps_every_state_valid(spec: str) -> None:
+    from mipopt.policies.online import make_policy
+    from mipopt.workloads import fbk_trace
+
+    t = fbk_trace(gpus=6, distribution="skew-big", seed=3, slots=80)
+    first = simulate(t, make_policy(spec), seed=1, debug=True)  # raises on the first broken state
+    again = simulate(t, make_policy(spec), seed=1)
+    assert first.summary["arrived"] == 80
+    assert 0 < first.summary["accepted"] <= 80
+    assert first.series.equals(again.series)  # same seed, same time series
+
+
+def test_cli_simulate_writes_series_summary_and_plot(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from mipopt.cli import main
+
+    out = tmp_path / "sim"
+    args = ["simulate", "--workload", "fbk:gpus=8,slots=60", "--policy", "mfi", "--policy", "ff"]
+    assert main([*args, "--runs", "2", "--seed", "4", "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["policy"], r["run"]) for r in data["summary"]] == [
+        ("mfi", 0),
+        ("ff", 0),
+        ("mfi", 1),
+        ("ff", 1),
+    ]
+    assert all(r["arrived"] == 60 for r in data["summary"])
+    assert {p.name for p in out.iterdir()} == {"series.csv", "series.png", "summary.csv"}
+    assert main(["simulate", "--workload", "fbk:colour=red", "--policy", "mfi"]) == 2
+    assert "--workload: workload 'fbk' has no option 'colour'" in capsys.readouterr().err
