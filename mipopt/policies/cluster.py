@@ -24,6 +24,7 @@ import numpy.typing as npt
 from mipopt.catalog import GpuModel, Profile
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, Workload
+from mipopt.preprocess.partitions import preference_order
 
 __all__ = ["Cluster", "Move", "id_key"]
 
@@ -152,6 +153,40 @@ class Cluster:
         """Ids of the workloads on GPU ``k`` now, in placement order."""
         gpu_id = self.instance.gpus[k].id
         return [wid for wid, (g, _) in self.placed.items() if g == gpu_id]
+
+    def joint_size(self, w: Workload) -> npt.NDArray[np.int64]:
+        """Per GPU, the memory slots plus compute slices ``w`` takes there (0 where it cannot run)."""
+        size = np.zeros(len(self.mask), dtype=np.int64)
+        for model, ks in self.groups:
+            profile = self.instance.profile_on(w, model)
+            if profile is not None:
+                size[ks] = profile.memory_slots + profile.compute
+        return size
+
+    def preferred_start(self, w: Workload, k: int, bits: int) -> int:
+        """The first start of IBM Table 1's preference order among the legal free ``bits`` of GPU ``k``."""
+        model = self.instance.gpus[k].model
+        profile = model.profile(w.profile)
+        return next(s for s in preference_order(model, profile) if bits >> s & 1)
+
+    def first_in_order(self, w: Workload, *, balanced: bool) -> tuple[int, int] | None:
+        """IBM's baselines: the first GPU in their order that takes ``w``, at its lowest legal start.
+
+        The first GPU of an order that takes ``w`` is the one with the smallest key
+        among those that do: the id for first fit; the joint slice utilization
+        ``(s_m + s_c) / (S_m + S_c)`` (IBM WPM section 4.2), then the id, for load
+        balancing. So no GPU list is sorted per workload.
+        """
+        bits = self.legal(w)
+        fits = np.flatnonzero(bits)
+        if fits.size == 0:
+            return None
+        if balanced:
+            share = self.used[fits] / self.size[fits]
+            fits = fits[share == share.min()]
+        k = int(fits[np.argmin(self.id_rank[fits])])
+        b = int(bits[k])
+        return k, (b & -b).bit_length() - 1  # the lowest set bit: index 0 upwards
 
     @property
     def active(self) -> npt.NDArray[np.bool_]:

@@ -34,13 +34,9 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-import numpy.typing as npt
-
-from mipopt.instance import Instance, Solution, Workload
+from mipopt.instance import Instance, Solution
 from mipopt.policies.base import completed
 from mipopt.policies.cluster import Cluster, id_key
-from mipopt.preprocess.partitions import preference_order
 
 __all__ = ["ibm_first_fit", "id_key", "load_balanced"]
 
@@ -48,44 +44,6 @@ METHOD_FIRST_FIT = "ibm-first-fit (GPUs and workloads by id, first free index fr
 METHOD_LOAD_BALANCED = (
     "load-balanced (GPUs by ascending slice utilization, workloads in arrival order, first free index from 0)"
 )
-
-
-class _Cluster(Cluster):
-    """The cluster with the IBM heuristics' own questions: joint slice size, Table 1's start."""
-
-    def joint_size(self, w: Workload) -> npt.NDArray[np.int64]:
-        """Per GPU, the memory slots plus compute slices ``w`` takes there (0 where it cannot run)."""
-        size = np.zeros(len(self.mask), dtype=np.int64)
-        for model, ks in self.groups:
-            profile = self.instance.profile_on(w, model)
-            if profile is not None:
-                size[ks] = profile.memory_slots + profile.compute
-        return size
-
-    def preferred_start(self, w: Workload, k: int, bits: int) -> int:
-        """The first start of Table 1's preference order among the legal free ``bits`` of GPU ``k``."""
-        model = self.instance.gpus[k].model
-        profile = model.profile(w.profile)
-        return next(s for s in preference_order(model, profile) if bits >> s & 1)
-
-    def place_first(self, w: Workload, *, balanced: bool) -> None:
-        """Place ``w`` on the first GPU in the baseline's order that takes it, or leave it pending.
-
-        The first GPU of an order that takes ``w`` is the one with the smallest key
-        among those that do: the id for first fit; the joint slice utilization
-        ``(s_m + s_c) / (S_m + S_c)`` (IBM WPM section 4.2), then the id, for load
-        balancing. So no GPU list is sorted per workload.
-        """
-        bits = self.legal(w)
-        fits = np.flatnonzero(bits)
-        if fits.size == 0:
-            return
-        if balanced:
-            share = self.used[fits] / self.size[fits]
-            fits = fits[share == share.min()]
-        k = int(fits[np.argmin(self.id_rank[fits])])
-        b = int(bits[k])
-        self.place(w, k, (b & -b).bit_length() - 1)  # the lowest set bit: index 0 upwards
 
 
 def ibm_first_fit(instance: Instance) -> Solution:
@@ -103,9 +61,10 @@ def ibm_first_fit(instance: Instance) -> Solution:
         nowhere are listed as rejected.
     """
     t0 = time.perf_counter()
-    cluster = _Cluster(instance)
+    cluster = Cluster(instance)
     for w in sorted(instance.new, key=lambda w: id_key(w.id)):
-        cluster.place_first(w, balanced=False)
+        if (at := cluster.first_in_order(w, balanced=False)) is not None:
+            cluster.place(w, *at)
     return completed(instance, cluster.placed, METHOD_FIRST_FIT, t0)
 
 
@@ -128,7 +87,8 @@ def load_balanced(instance: Instance) -> Solution:
         nowhere are listed as rejected.
     """
     t0 = time.perf_counter()
-    cluster = _Cluster(instance)
+    cluster = Cluster(instance)
     for w in instance.new:
-        cluster.place_first(w, balanced=True)
+        if (at := cluster.first_in_order(w, balanced=True)) is not None:
+            cluster.place(w, *at)
     return completed(instance, cluster.placed, METHOD_LOAD_BALANCED, t0)

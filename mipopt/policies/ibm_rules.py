@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from mipopt.instance import Instance, Placement, Solution, Workload
 from mipopt.policies.base import completed
-from mipopt.policies.ibm_baselines import _Cluster
+from mipopt.policies.cluster import Cluster
 
 __all__ = ["ibm_compaction", "ibm_initial", "ibm_joint", "ibm_reconfiguration", "min_gpus"]
 
@@ -53,12 +53,12 @@ def _by_size(instance: Instance, workloads: list[Workload] | tuple[Workload, ...
     return sorted(workloads, key=lambda w: _size_key(instance, w))
 
 
-def _by_utilization(cluster: _Cluster, ks: list[int] | npt.NDArray[np.int64]) -> list[int]:
+def _by_utilization(cluster: Cluster, ks: list[int] | npt.NDArray[np.int64]) -> list[int]:
     """GPU positions by ascending joint slice utilization, ties by id."""
     return sorted(ks, key=lambda k: (cluster.used[k] / cluster.size[k], cluster.id_rank[k]))
 
 
-def _assign(cluster: _Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> bool:
+def _assign(cluster: Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> bool:
     """Place ``w`` where :func:`_choose` says; False if it fits none."""
     at = _choose(cluster, w, allowed)
     if at is None:
@@ -67,7 +67,7 @@ def _assign(cluster: _Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> b
     return True
 
 
-def _choose(cluster: _Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> tuple[int, int] | None:
+def _choose(cluster: Cluster, w: Workload, allowed: npt.NDArray[np.bool_]) -> tuple[int, int] | None:
     """Initial deployment's Step 3 for one workload, over the ``allowed`` GPUs: (GPU, start) or None.
 
     "Assign each workload to the GPU partition which provides maximum utilization
@@ -122,14 +122,14 @@ def ibm_initial(instance: Instance) -> Solution:
 
 def _deployed(instance: Instance) -> dict[str, tuple[str, int]]:
     """Initial deployment's placement (see :func:`ibm_initial`)."""
-    cluster = _Cluster(instance)
+    cluster = Cluster(instance)
     everywhere = np.ones(len(instance.gpus), dtype=bool)
     for w in _by_size(instance, instance.new):
         _assign(cluster, w, everywhere)
     return cluster.placed
 
 
-def _try_vacate(cluster: _Cluster, k: int, targets: npt.NDArray[np.bool_]) -> _Cluster | None:
+def _try_vacate(cluster: Cluster, k: int, targets: npt.NDArray[np.bool_]) -> Cluster | None:
     """Compaction's Step 3 for GPU ``k``: its workloads onto ``targets`` (a copy of the state), or None.
 
     Only slots free in the current state are used, and the current state of every
@@ -194,7 +194,7 @@ def ibm_compaction(instance: Instance) -> Solution:
         ``termination`` completed, ``status`` feasible; new workloads rejected.
     """
     t0 = time.perf_counter()
-    cluster = _Cluster(instance)
+    cluster = Cluster(instance)
     allocated = cluster.used > 0
     order = _by_utilization(cluster, np.flatnonzero(allocated))
     vacated: set[int] = set()
@@ -243,7 +243,7 @@ def ibm_compaction(instance: Instance) -> Solution:
     return completed(instance, placed, METHOD_COMPACTION, t0)
 
 
-def _on(cluster: _Cluster, k: int) -> list[Workload]:
+def _on(cluster: Cluster, k: int) -> list[Workload]:
     return [cluster.instance.workload(w) for w, (g, _) in cluster.placed.items() if cluster.position[g] == k]
 
 
@@ -267,7 +267,7 @@ def min_gpus(instance: Instance, workloads: list[Workload] | tuple[Workload, ...
     return math.ceil(max(compute, memory) - 1e-9)
 
 
-def _extra_memory(cluster: _Cluster, w: Workload, k: int) -> bool:
+def _extra_memory(cluster: Cluster, w: Workload, k: int) -> bool:
     """Profiles that use the extra memory slot: more memory slots than compute slices.
 
     On the A100-80GB these are the paper's profiles 0, 9 and 15 (7g.80gb, 3g.40gb,
@@ -326,7 +326,7 @@ def ibm_reconfiguration(instance: Instance) -> Solution:
 
 def _reconfigured(instance: Instance) -> dict[str, tuple[str, int]]:
     """Reconfiguration's placement of the running workloads (see :func:`ibm_reconfiguration`)."""
-    base = _Cluster(instance)
+    base = Cluster(instance)
     ranked = _by_utilization(base, np.arange(len(instance.gpus)))
     movable = [w for w in instance.running if not w.pinned]
     for w in movable:
@@ -343,14 +343,12 @@ def _reconfigured(instance: Instance) -> dict[str, tuple[str, int]]:
     return instance.current_placement()
 
 
-def _media(cluster: _Cluster, w: Workload, k: int) -> bool:
+def _media(cluster: Cluster, w: Workload, k: int) -> bool:
     p = cluster.instance.profile_on(w, cluster.instance.gpus[k].model)
     return p is not None and p.media_extension
 
 
-def _redeploy(
-    base: _Cluster, movable: list[Workload], chosen: list[int]
-) -> dict[str, tuple[str, int]] | None:
+def _redeploy(base: Cluster, movable: list[Workload], chosen: list[int]) -> dict[str, tuple[str, int]] | None:
     """Steps 3-5 of :func:`ibm_reconfiguration` on the ``chosen`` GPUs; None if some workload fits none."""
     cluster = base.copy()
     rest = _by_size(cluster.instance, movable)

@@ -37,7 +37,6 @@ from mipopt.catalog import GpuModel
 from mipopt.geometry import tables_for
 from mipopt.instance import Workload
 from mipopt.policies.cluster import Cluster
-from mipopt.policies.ibm_baselines import _Cluster
 from mipopt.policies.ibm_rules import _choose as _ibm_choose
 from mipopt.policies.online import Decision, Policy, register
 from mipopt.preprocess.partitions import preference_order
@@ -287,24 +286,7 @@ class LoadBalanced(Policy):
     name = "lb"
 
     def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
-        legal = cluster.legal(w)
-        fits = np.flatnonzero(legal)
-        if fits.size == 0:
-            return None
-        share = cluster.used[fits] / cluster.size[fits]
-        fits = fits[share == share.min()]
-        k = int(fits[np.argmin(cluster.id_rank[fits])])
-        bits = int(legal[k])
-        return k, (bits & -bits).bit_length() - 1  # the lowest set bit: index 0 upwards
-
-
-def _ibm_view(cluster: Cluster) -> _Cluster:
-    """``cluster`` seen as the IBM heuristics' cluster (same arrays, its extra questions); read only."""
-    if isinstance(cluster, _Cluster):
-        return cluster
-    view = object.__new__(_Cluster)
-    view.__dict__.update(cluster.__dict__)
-    return view
+        return cluster.first_in_order(w, balanced=True)
 
 
 @register("ibm-initial")
@@ -321,4 +303,4 @@ class IbmInitial(Policy):
     name = "ibm-initial"
 
     def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
-        return _ibm_choose(_ibm_view(cluster), w, np.ones(len(cluster.mask), dtype=bool))
+        return _ibm_choose(cluster, w, np.ones(len(cluster.mask), dtype=bool))
