@@ -228,15 +228,32 @@ class Cluster:
     def move(self, w: Workload, k: int, start: int, profile: str | None = None) -> Move:
         """Migrate ``w`` to GPU ``k`` at ``start`` (its own profile unless ``profile``); counted by kind."""
         gpu_id, old_start = self.remove(w)
-        old = self.position[gpu_id]
         self.place(w, k, start, profile)
-        if old == k:
+        return self._record(w.id, (self.position[gpu_id], old_start), (k, start))
+
+    def rearrange(self, k: int, target: dict[str, int]) -> list[Move]:
+        """Move GPU ``k``'s workloads to the starts of ``target`` (intra-GPU migrations).
+
+        :meth:`move` removes and places one workload at a time, so a workload could land
+        on slots another mover has not left yet; all movers are taken off first, then
+        put back at their new starts, each at the profile it occupied. Each counts as
+        one intra-GPU move.
+        """
+        movers = [self.instance.workload(wid) for wid, s in target.items() if self.placed[wid][1] != s]
+        profiles = {w.id: self.occupied_profile(w.id).name for w in movers}
+        old = {w.id: self.remove(w)[1] for w in movers}
+        for w in movers:
+            self.place(w, k, target[w.id], profiles[w.id])
+        return [self._record(w.id, (k, old[w.id]), (k, target[w.id])) for w in movers]
+
+    def _record(self, wid: str, source: tuple[int, int], target: tuple[int, int]) -> Move:
+        if source[0] == target[0]:
             kind = "intra_gpu"
-        elif self.host[old] == self.host[k]:
+        elif self.host[source[0]] == self.host[target[0]]:
             kind = "inter_gpu"
         else:
             kind = "inter_host"
-        move = Move(w.id, (old, old_start), (k, start), kind)
+        move = Move(wid, source, target, kind)
         self.moves[kind] += 1
         self.log.append(move)
         return move

@@ -325,7 +325,7 @@ class Grmu(Policy):
         target = mock_arrangement(cluster, k)
         if target is None:
             return []
-        return rearrange(cluster, k, target)
+        return cluster.rearrange(k, target)
 
     def consolidate(self, cluster: Cluster) -> list[Move]:
         """Alg. 5: pair half-full single-instance light GPUs so one fills and the other empties."""
@@ -386,28 +386,3 @@ def mock_arrangement(cluster: Cluster, k: int) -> dict[str, int] | None:
         else:
             return out
     return None
-
-
-def rearrange(cluster: Cluster, k: int, target: dict[str, int]) -> list[Move]:
-    """Move GPU ``k``'s workloads to the starts of ``target`` (intra-GPU migrations).
-
-    :meth:`Cluster.move` removes and places one workload at a time, so a workload
-    could land on slots another mover has not left yet; all movers are taken off
-    first, then put back at their new starts. Each counts as one intra-GPU move in
-    ``cluster.moves`` and ``cluster.log``, as :meth:`Cluster.move` would count it.
-    """
-    movers = [wid for wid, s in target.items() if cluster.placed[wid][1] != s]
-    workloads = [cluster.instance.workload(wid) for wid in movers]
-    borrowed = {}
-    for w in workloads:
-        profile = cluster.occupied_profile(w.id)
-        borrowed[w.id] = None if cluster.instance.profile_on(w, cluster.model(k)) == profile else profile.name
-    old = {w.id: cluster.remove(w)[1] for w in workloads}
-    moves = []
-    for w in workloads:
-        cluster.place(w, k, target[w.id], borrowed[w.id])
-        move = Move(w.id, (k, old[w.id]), (k, target[w.id]), "intra_gpu")
-        cluster.moves["intra_gpu"] += 1
-        cluster.log.append(move)
-        moves.append(move)
-    return moves
