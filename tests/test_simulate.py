@@ -99,6 +99,10 @@ def test_bad_traces_are_rejected() -> None:
         trace([Request("a", "1g.5gb", 1, 1)])
     with pytest.raises(ValueError, match=r"requests\[1\]\.arrival: requests must be sorted by arrival"):
         trace([Request("a", "1g.5gb", 2, 3), Request("b", "1g.5gb", 1, 3)])
+    with pytest.raises(
+        ValueError, match=r"requests\[1\]\.profile: '1g.10gb\+me' is not a profile of A100-40GB"
+    ):
+        trace([Request("a", "1g.5gb", 0, 1), Request("b", "1g.10gb+me", 0, 1)])
 
 
 @pytest.mark.parametrize("spec", ["ff", "bf", "mcc", "mecc", "grmu", "grmu:consolidation=5", "ff-agnostic", "rr",

@@ -64,8 +64,15 @@ class Trace:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        models = {self.cluster.gpu(g).model for h in self.cluster.hosts for g in h.gpus}
+        known: dict[str, bool] = {}  # profile name -> some model of the cluster has it
         seen: set[str] = set()
         for i, r in enumerate(self.requests):
+            if r.profile not in known:
+                known[r.profile] = any(m.find(r.profile) is not None for m in models)
+            if not known[r.profile]:
+                names = ", ".join(sorted(m.name for m in models))
+                raise InstanceError(f"requests[{i}].profile", f"{r.profile!r} is not a profile of {names}")
             if r.id in seen:
                 raise InstanceError(f"requests[{i}].id", f"duplicate id {r.id!r}")
             seen.add(r.id)
