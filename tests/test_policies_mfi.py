@@ -83,6 +83,16 @@ def test_best_fit_and_worst_fit_pick_different_gpus_at_the_best_index() -> None:
     assert decide("wf-bi", c) == (0, 6)  # "index 6 instead of index 0"
 
 
+def test_fit_best_index_by_amount_rejects_on_a_fragmented_fullest_gpu() -> None:
+    # g0: 1g.10gb at 1, 3, 5: five slots and four compute slices free, but every
+    # 2g.20gb start (0, 2, 4) blocked; g1 empty. Best fit by amount picks g0 and fails
+    # (the paper's Fig. 3(a)); the default reading skips g0.
+    c = cluster_of(2, [("a", "1g.10gb", 0, 1), ("b", "1g.10gb", 0, 3), ("c", "1g.10gb", 0, 5)], ["2g.20gb"])
+    assert decide("bf-bi", c) == (1, 4)
+    assert decide("bf-bi:by-amount=true", c) is None
+    assert decide("wf-bi:by-amount=true", c) == decide("wf-bi", c) == (1, 4)
+
+
 def test_best_index_follows_the_preference_order() -> None:
     model = get_model(A100)
     p = model.profiles.index(model.profile("1g.10gb"))

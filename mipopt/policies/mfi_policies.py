@@ -92,6 +92,26 @@ def _own_profile(cluster: Cluster, w: Workload) -> npt.NDArray[np.int64]:
     return p
 
 
+def _enough_resources(cluster: Cluster, w: Workload) -> npt.NDArray[np.bool_]:
+    """Per GPU: at least ``w``'s memory slots and compute slices free (anywhere), and host room for it."""
+    ok = np.zeros(len(cluster.mask), dtype=bool)
+    host_ok = (cluster.cpu + w.cpu <= cluster.cpu_cap + 1e-9) & (
+        cluster.ram + w.ram_gb <= cluster.ram_cap + 1e-9
+    )
+    for model, ks in cluster.groups:
+        p = cluster.profile_index(w, model)
+        if p is None:
+            continue
+        prof = model.profiles[p]
+        computes = np.array([q.compute for q in model.profiles], dtype=np.int64)
+        free_compute = model.compute_slices - cluster.count[ks, : len(computes)] @ computes
+        free_memory = tables_for(model).free_slots[cluster.mask[ks]]
+        ok[ks] = (
+            (free_memory >= prof.memory_slots) & (free_compute >= prof.compute) & host_ok[cluster.host[ks]]
+        )
+    return ok
+
+
 # --- MFI paper, MIG-agnostic baselines
 
 
@@ -118,24 +138,7 @@ class _Agnostic(Policy):
         self, cluster: Cluster, w: Workload
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
         """GPUs with enough free memory slots and compute slices for ``w``, and ``w``'s legal starts."""
-        ok = np.zeros(len(cluster.mask), dtype=bool)
-        host_ok = (cluster.cpu + w.cpu <= cluster.cpu_cap + 1e-9) & (
-            cluster.ram + w.ram_gb <= cluster.ram_cap + 1e-9
-        )
-        for model, ks in cluster.groups:
-            p = cluster.profile_index(w, model)
-            if p is None:
-                continue
-            prof = model.profiles[p]
-            computes = np.array([q.compute for q in model.profiles], dtype=np.int64)
-            free_compute = model.compute_slices - cluster.count[ks, : len(computes)] @ computes
-            free_memory = tables_for(model).free_slots[cluster.mask[ks]]
-            ok[ks] = (
-                (free_memory >= prof.memory_slots)
-                & (free_compute >= prof.compute)
-                & host_ok[cluster.host[ks]]
-            )
-        return ok, cluster.legal(w)
+        return _enough_resources(cluster, w), cluster.legal(w)
 
     def decide(self, cluster: Cluster, w: Workload, k: int, legal: npt.NDArray[np.int64]) -> Decision:
         """The start on the chosen GPU ``k``: the first free index, if the profile may start there."""
@@ -194,13 +197,26 @@ class RoundRobin(_Agnostic):
 
 
 class _FitBestIndex(Policy):
-    """GPU by free memory slots left after the allocation, start by the preference order."""
+    """GPU by free memory slots left after the allocation, start by the preference order.
+
+    By default the GPUs considered are those where the profile has a legal start.
+    With ``by_amount=True`` they are, as for the MIG-agnostic baselines, the GPUs with
+    "enough available resources" (free memory slots and compute slices, anywhere), and
+    the request is rejected when the chosen GPU has no legal start: the reading under
+    which the paper's Fig. 3 best-fit and load-balancing schemes fail, and under which
+    "bin packing strategies like BF-BI and FF [...] prioritize the allocation of most
+    utilized GPUs which are also likely to be the most fragmented" (section VI) can
+    lower BF-BI's acceptance at all.
+    """
 
     worst = False
 
+    def __init__(self, by_amount: bool = False) -> None:
+        self.by_amount = by_amount
+
     def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
         legal = cluster.legal(w)
-        fits = np.flatnonzero(legal)
+        fits = np.flatnonzero(_enough_resources(cluster, w) if self.by_amount else legal)
         if fits.size == 0:
             return None
         p = _own_profile(cluster, w)
@@ -210,6 +226,8 @@ class _FitBestIndex(Policy):
             left[ks] = tables_for(model).free_slots[cluster.mask[ks]] - sizes[p[ks]]
         key = -left[fits] if self.worst else left[fits]
         k = int(fits[np.argmin(key)])  # argmin: the first, lowest position, among equals
+        if not legal[k]:
+            return None
         return k, int(best_index(cluster.model(k), int(p[k]), legal[k]))
 
 
@@ -220,7 +238,8 @@ class BestFitBestIndex(_FitBestIndex):
     Among GPUs where the profile has a legal start, the one "minimizing the amount
     of available resources after the allocation" (free memory slots), ties to the
     lowest position; the start is the first legal one in the profile's preference
-    order (:func:`best_index`).
+    order (:func:`best_index`). ``bf-bi:by-amount=true``: among GPUs with enough free
+    resources, rejecting when the chosen one has no legal start (see :class:`_FitBestIndex`).
     """
 
     name = "bf-bi"
@@ -232,7 +251,7 @@ class WorstFitBestIndex(_FitBestIndex):
 
     Among GPUs where the profile has a legal start, the one "maximizing the amount of
     available resources after the allocation", ties to the lowest position; the start
-    as in :class:`BestFitBestIndex`.
+    as in :class:`BestFitBestIndex`; ``wf-bi:by-amount=true`` as there.
     """
 
     name = "wf-bi"
