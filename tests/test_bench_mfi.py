@@ -1,0 +1,114 @@
+"""Smoke test of ``benchmarks/bench_mfi.py`` (the MFI paper's Figs. 4-6) at 10 GPUs, 2 runs, into a tmp dir."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from mipopt.policies.online import make_policy
+from mipopt.simulate import simulate
+from mipopt.workloads.fbk import fbk_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "bench_mfi.py"
+COMMITTED = [ROOT / "benchmarks" / "results" / name for name in ("mfi.csv", "mfi.png")] + [
+    ROOT / "benchmarks" / "README.md"
+]
+COLUMNS = [
+    "commit", "date", "machine", "python", "model", "gpus", "distribution", "policy", "demand_pct", "runs",
+    "first_seed", "last_seed", "T_mean", "demand_at_point_mean", "arrived_mean",
+    "acceptance_mean", "acceptance_std", "scheduled_mean", "scheduled_std", "active_gpus_mean",
+    "active_gpus_std", "memory_utilization_mean", "memory_utilization_std", "compute_utilization_mean",
+    "compute_utilization_std", "fragmentation_mean", "fragmentation_std", "fragmentation_active_mean",
+    "fragmentation_active_std", "runtime_s",
+]  # fmt: skip
+POLICIES = [
+    "ff-agnostic", "rr", "bf-bi", "wf-bi", "mfi", "bf-bi:by-amount=true", "wf-bi:by-amount=true",
+]  # fmt: skip
+DEMAND = ["10", "20", "30", "40", "50", "60", "70", "80", "85", "90", "100"]
+# What one run measures; the run's provenance (commit, date, ...) and timing may differ.
+MEASURED = [c for c in COLUMNS if c not in ("commit", "date", "machine", "python", "runtime_s")]
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def _run(out: Path) -> list[dict[str, str]]:
+    args = ["--runs", "2", "--gpus", "10", "--distributions", "skew-small"]
+    args += ["--out-dir", str(out), "--readme", str(out / "README.md")]
+    subprocess.run([sys.executable, str(SCRIPT), *args], cwd=ROOT, check=True, capture_output=True)
+    with (out / "mfi.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == COLUMNS
+        return list(reader)
+
+
+def _bench() -> ModuleType:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_mfi", SCRIPT)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_mfi_benchmark_small(tmp_path: Path) -> None:
+    before = [_digest(p) for p in COMMITTED]
+    rows = _run(tmp_path)
+
+    assert [(r["policy"], r["demand_pct"]) for r in rows] == [(p, d) for p in POLICIES for d in DEMAND]
+    for r in rows:
+        assert (r["model"], r["gpus"], r["distribution"]) == ("A100-80GB", "10", "skew-small")
+        assert (r["runs"], r["first_seed"], r["last_seed"]) == ("2", "0", "1")
+        assert 0 <= float(r["acceptance_mean"]) <= 1
+        assert 0 < float(r["scheduled_mean"]) <= float(r["arrived_mean"])
+        assert 1 <= float(r["active_gpus_mean"]) <= 10
+        assert 0 < float(r["memory_utilization_mean"]) <= 1
+        assert float(r["demand_at_point_mean"]) >= float(r["demand_pct"])
+        # the paper's mean over all GPUs counts empty GPUs as 0: never above the mean over active ones
+        assert float(r["fragmentation_mean"]) <= float(r["fragmentation_active_mean"]) + 1e-9
+    for p in POLICIES:
+        own = [r for r in rows if r["policy"] == p]
+        scheduled = [float(r["scheduled_mean"]) for r in own]
+        assert scheduled == sorted(scheduled), p  # cumulative: never falls as demand grows
+    # every policy met the same requests: the same arrivals at each demand point
+    assert len({(r["demand_pct"], r["arrived_mean"]) for r in rows}) == len(DEMAND)
+    mfi = {r["demand_pct"]: r for r in rows if r["policy"] == "mfi"}
+    ff = {r["demand_pct"]: r for r in rows if r["policy"] == "ff-agnostic"}
+    assert float(mfi["100"]["scheduled_mean"]) > float(ff["100"]["scheduled_mean"])
+
+    readme = (tmp_path / "README.md").read_text()
+    section = readme[readme.index("<!-- mfi:begin -->") : readme.index("<!-- mfi:end -->")]
+    assert "| 10 A100-80GB | skew-small | legal start | 2 |" in section
+    assert "| 10 A100-80GB | skew-small | by amount | 2 |" in section
+    assert section.count("<details>") == 7  # one Fig. 4 table per metric
+    assert (tmp_path / "mfi.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # The same seeds give the same rows; the second run is appended, the README shows the latest.
+    again = _run(tmp_path)
+    assert len(again) == 2 * len(rows)
+    assert [[r[c] for c in MEASURED] for r in again[len(rows) :]] == [[r[c] for c in MEASURED] for r in rows]
+    assert f"from {2 * len(rows)} rows" in (tmp_path / "README.md").read_text()
+
+    assert [_digest(p) for p in COMMITTED] == before
+
+
+def test_benchmark_policies_keep_every_state_valid() -> None:
+    # The benchmark replays without the verifier; here each of its policies replays a small
+    # trace of every distribution with the verifier after every event.
+    bench = _bench()
+    assert list(bench.POLICIES) == POLICIES
+    for distribution in ("uniform", "skew-small", "skew-big", "bimodal"):
+        trace = fbk_trace(gpus=4, distribution=distribution, seed=3)
+        for spec in bench.POLICIES:
+            result = simulate(trace, make_policy(spec), seed=3, debug=True)
+            assert result.summary["arrived"] == len(trace.requests)
