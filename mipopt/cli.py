@@ -511,6 +511,81 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- bench
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from mipopt.bench import compare_methods, parse_methods, summarize, summary_table, write_csv
+
+    if not args.instances and args.generate is None:
+        raise BadInput("instance: give instance files or --generate ibm")
+    if args.generate is None:
+        for option, given in (
+            ("--gpus", args.gpus),
+            ("--seeds", args.seeds),
+            ("--first-seed", args.first_seed),
+        ):
+            if given is not None:
+                raise BadInput(f"{option}: only with --generate ibm")
+    gpus = args.gpus or [8]
+    seeds = 1 if args.seeds is None else args.seeds
+    first_seed = args.first_seed or 0
+    for option, value, least in (
+        ("--gpus", min(gpus), 1),
+        ("--seeds", seeds, 1),
+        ("--first-seed", first_seed, 0),
+    ):
+        if value < least:
+            raise BadInput(f"{option}: must be at least {least}, got {value}")
+    if args.seed < 0:
+        raise BadInput(f"--seed: must be non-negative, got {args.seed}")
+    if args.time_limit is not None and not args.time_limit > 0:  # also refuses nan
+        raise BadInput(f"--time-limit: must be positive seconds, got {args.time_limit:g}")
+    if args.threads is not None and args.threads < 1:
+        raise BadInput(f"--threads: must be at least 1, got {args.threads}")
+    try:
+        methods = parse_methods(args.methods)
+    except InstanceError as err:
+        raise BadInput(str(err)) from None
+    instances = [_load_instance(path) for path in args.instances]
+    if args.generate is not None:
+        from mipopt.workloads import ibm_instance
+
+        instances += [ibm_instance(n, seed=s) for n in gpus for s in range(first_seed, first_seed + seeds)]
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    bar = _ProgressBar(sys.stderr) if show else None
+
+    def progress(done: int, total: int, message: str) -> None:
+        if bar is not None:
+            bar.draw(done / total, message[:40].ljust(40))
+
+    try:
+        rows = compare_methods(
+            instances,
+            methods,
+            solver=args.solver,
+            time_limit_s=args.time_limit,
+            threads=args.threads,
+            seed=args.seed,
+            progress=progress,
+        )
+    except InstanceError as err:
+        raise BadInput(str(err)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.out:
+        write_csv(args.out, rows)
+    summaries = summarize(rows)
+    if args.json:
+        _print_json({"rows": [r.to_dict() for r in rows], "summary": [s.to_dict() for s in summaries]})
+    else:
+        print(summary_table(summaries))
+        if args.out:
+            print(f"\nwrote {args.out}")
+    return EXIT_OK
+
+
 def _solver_arguments(p: argparse.ArgumentParser, *, time_limit: str, wpm: bool = False) -> None:
     """--model, --solver, --time-limit, --threads and --seed, shared by solve and sweep."""
     p.add_argument(
@@ -680,6 +755,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: on a terminal)"
     )
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser(
+        "bench",
+        help="heuristics against the proven optimum: gaps in acceptance and hardware",
+        description="Solve each instance with the tight GRMU model (lexicographic acceptance, hardware, "
+        "migrations), run each heuristic on it, verify every solution, and print per method the mean "
+        "acceptance and hardware gaps to the optimum, how often it reached the optimum and the median "
+        "runtime. Rows of an unproven optimum compare against its incumbent; see mipopt.bench.",
+    )
+    p.add_argument("instances", nargs="*", metavar="instance", help="instance files (and/or --generate)")
+    p.add_argument("--generate", choices=["ibm"], help="also generated instances: the IBM WPM set-up")
+    p.add_argument("--gpus", type=int, nargs="+", metavar="N", help="generated sizes (default 8)")
+    p.add_argument("--seeds", type=int, metavar="K", help="generated instances per size (default 1)")
+    p.add_argument("--first-seed", type=int, metavar="S", help="generator seeds S .. S+K-1 (default 0)")
+    p.add_argument(
+        "--methods",
+        default="all",
+        metavar="LIST",
+        help="comma-separated: any --method of `mipopt solve` (first-fit, ibm-initial, ff, mfi, adapter(ff), "
+        "...), online:NAME for a policy named like a batch heuristic, exact-initial (running workloads "
+        "fixed), or all (default: every heuristic placing new workloads)",
+    )
+    p.add_argument("--solver", default="highs", choices=["highs", "cpsat"], help="backend (default: highs)")
+    p.add_argument(
+        "--time-limit", type=float, default=60.0, metavar="S", help="per exact solve (default: 60)"
+    )
+    p.add_argument("--threads", type=int, metavar="N")
+    p.add_argument("--seed", type=int, default=0, help="solver and policy seed (default 0)")
+    p.add_argument("--out", metavar="FILE", help="write one row per (instance, method) as CSV (atomically)")
+    p.add_argument("--json", action="store_true", help="print rows and summary as JSON")
+    p.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, help="progress bar (default: on a terminal)"
+    )
+    p.set_defaults(func=cmd_bench)
 
     return parser
 

@@ -1,0 +1,225 @@
+"""Benchmark: every heuristic against the tight GRMU model's proven optimum on IBM batch snapshots.
+
+For each size (default 8 and 80 GPUs) and seed, :func:`mipopt.workloads.ibm.ibm_instance`
+generates a snapshot of the IBM WPM paper's set-up (about 60 % of the GPUs partly used,
+new workloads worth 60 % of the cluster's compute; running workloads movable).
+:func:`mipopt.bench.compare_methods` solves it with the tight GRMU model (lexicographic
+acceptance, hardware, migrations; HiGHS; time limit per solve), runs every batch heuristic
+and every online policy in batch mode on it (``all``), plus ``exact-initial`` (the tight
+model with the running workloads fixed: the best a method that migrates nothing can do),
+verifies every solution and records the gaps to the reference.
+
+Usage::
+
+    python benchmarks/bench_gap.py [--sizes 8 80] [--seeds 10 5] [--first-seed 0] [--time-limit 60]
+        [--solver highs] [--methods all,exact-initial] [--threads N]
+        [--out-dir benchmarks/results] [--readme benchmarks/README.md]
+
+``--seeds`` gives the snapshots per size, one number for every size or one per size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import common
+
+from mipopt.bench import COLUMNS as GAP_COLUMNS
+from mipopt.bench import EXACT, GapRow, MethodSummary, compare_methods, parse_methods, summarize
+from mipopt.exact import DEFAULT_OBJECTIVE
+from mipopt.workloads.ibm import ibm_instance
+
+SECTION = "gap"
+COLUMNS = [
+    *common.run_info().keys(),
+    "highspy",
+    "ortools",
+    "seed",
+    "solver",
+    "objective",
+    "time_limit_s",
+    "threads",
+    *GAP_COLUMNS,
+]
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def seeds_per_size(args: argparse.Namespace) -> list[tuple[int, list[int]]]:
+    """(GPUs, seeds) of every size, from ``--sizes``, ``--seeds`` and ``--first-seed``."""
+    counts = args.seeds if len(args.seeds) > 1 else args.seeds * len(args.sizes)
+    return [
+        (gpus, list(range(args.first_seed, args.first_seed + n)))
+        for gpus, n in zip(args.sizes, counts, strict=True)
+    ]
+
+
+def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
+    methods = parse_methods(args.methods)
+    fixed = {
+        **run,
+        "highspy": _version("highspy"),
+        "ortools": _version("ortools"),
+        "solver": args.solver,
+        "objective": DEFAULT_OBJECTIVE,
+        "time_limit_s": args.time_limit,
+        "threads": args.threads,
+    }
+    rows = []
+    for gpus, seeds in seeds_per_size(args):
+        for seed in seeds:
+            inst = ibm_instance(gpus, seed=seed)
+
+            def progress(done: int, total: int, message: str) -> None:
+                common.progress(f"[{done}/{total}] {message}")
+
+            found = compare_methods(
+                [inst],
+                methods,
+                solver=args.solver,
+                time_limit_s=args.time_limit,
+                threads=args.threads,
+                seed=0,
+                progress=progress,
+            )
+            rows += [{**fixed, "seed": seed, **r.to_dict()} for r in found]
+            ref = found[0]
+            common.progress(
+                f"{gpus} GPUs seed {seed}: reference {ref.termination} in {ref.runtime_s:.2f} s, "
+                f"acceptance {ref.acceptance}, hardware {ref.hardware}"
+            )
+    return rows
+
+
+def latest_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows of the latest run of each (GPUs, method): a run's rows share its start ``date``."""
+    latest: dict[tuple[str, str], str] = {}
+    for r in rows:
+        key = r["gpus"], r["method"]
+        latest[key] = max(latest.get(key, ""), r["date"])
+    return [r for r in rows if r["date"] == latest[r["gpus"], r["method"]]]
+
+
+def _pct(value: float | None, sign: str = "") -> str:
+    return "-" if value is None else f"{value:{sign}.2f} %"
+
+
+def _order(s: MethodSummary) -> tuple[int, float, float, str]:
+    """The reference, then exact variants, then heuristics closest first."""
+    first = 0 if s.method == EXACT else 1 if s.kind == "exact" else 2
+    acc = s.mean_acceptance_gap_pct if s.mean_acceptance_gap_pct is not None else float("inf")
+    hw = s.mean_hardware_gap_pct if s.mean_hardware_gap_pct is not None else float("inf")
+    return first, acc, hw, s.method
+
+
+def readme_tables(rows: list[dict[str, str]], source: str) -> str:
+    """One table per size: each method's means over the seeds of its latest run, closest first."""
+    chosen = latest_rows(rows)
+    gap_rows = [GapRow.from_dict(r) for r in chosen]
+    seeds: dict[tuple[int, str], set[int]] = {}
+    for r in chosen:
+        seeds.setdefault((int(r["gpus"]), r["method"]), set()).add(int(r["seed"]))
+    meta = {(int(r["gpus"]), r["method"]): r for r in chosen}
+    summaries = summarize(gap_rows)
+    header = [
+        "Method", "Kind", "Runs", "Accepted", "Acceptance", "Hardware", "Acceptance gap", "Max acceptance gap",
+        "Hardware gap", "Optimal acceptance", "Optimal (lex)", "Median s", "Max s",
+    ]  # fmt: skip
+    parts = [
+        f"_Generated by `benchmarks/bench_gap.py` from `{source}`: the latest run of each (GPUs, method), "
+        "means over its seeds. Accepted: workloads placed (running included); acceptance: GRMU Eq. 3, "
+        "the weighted count (weight = compute slices); hardware: Eq. 4, active hosts + active GPUs. "
+        "Acceptance gap: (optimum - acceptance) / optimum; hardware gap: hardware / optimum's - 1 (negative "
+        "when a method accepts less and powers less). Optimal acceptance / Optimal (lex): runs reaching the "
+        "proven optimum's acceptance / all three objectives. Every solution passed the verifier._"
+    ]
+    for gpus in sorted({s.gpus for s in summaries}):
+        block = sorted((s for s in summaries if s.gpus == gpus), key=_order)
+        ref = next(s for s in block if s.method == EXACT)
+        ref_rows = [r for r in gap_rows if r.gpus == gpus and r.method == EXACT]
+        times = sorted(r.runtime_s for r in ref_rows)
+        proven = sum(bool(r.proven) for r in ref_rows)
+        unproven = [r for r in ref_rows if not r.proven]
+        m = meta[gpus, EXACT]
+        seed_list = sorted(seeds[gpus, EXACT])
+        line = (
+            f"**{gpus} GPUs**: {ref.runs} snapshots (seeds {seed_list[0]}-{seed_list[-1]}), "
+            f"{sum(r.new for r in ref_rows) / len(ref_rows):.1f} new workloads on average; the reference "
+            f"({m['solver']}, {float(m['time_limit_s']):g} s limit) proved the optimum on {proven}/{ref.runs} in "
+            f"a median {common.median(times):.2f} s (max {times[-1]:.2f} s)"
+        )
+        if unproven:
+            worst = max((r.gap or 0.0) for r in unproven)
+            line += (
+                f"; {len(unproven)} stopped at the limit (largest gap {100 * worst:.2f} %): their rows compare "
+                "against the incumbent"
+            )
+        line += f". Commit {m['commit']}, {m['date'][:10]}, {m['machine']}."
+        table = []
+        for s in block:
+            max_s = max(r.runtime_s for r in gap_rows if r.gpus == gpus and r.method == s.method)
+            table.append(
+                [
+                    f"`{s.method}`",
+                    s.kind,
+                    s.runs,
+                    f"{s.mean_accepted:.1f}",
+                    f"{s.mean_acceptance:.1f}",
+                    f"{s.mean_hardware:.1f}",
+                    _pct(s.mean_acceptance_gap_pct),
+                    _pct(s.max_acceptance_gap_pct),
+                    _pct(s.mean_hardware_gap_pct, "+"),
+                    f"{s.acceptance_optimal}/{s.runs}",
+                    f"{s.optimal}/{s.runs}",
+                    f"{s.median_runtime_s:.3f}",
+                    f"{max_s:.3f}",
+                ]
+            )
+        parts.append(line)
+        parts.append(common.markdown_table(header, table, align="llrrrrrrrrrrr"))
+    return "\n\n".join(parts)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 80], help="GPUs per snapshot (8 80)")
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[10, 5], help="snapshots per size: one number or one per size"
+    )
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first .. first+N-1 (default 0)")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="per exact solve (default 60)")
+    parser.add_argument("--solver", choices=["highs", "cpsat"], default="highs")
+    parser.add_argument("--threads", type=int, help="solver threads (default: the solver's)")
+    parser.add_argument(
+        "--methods", default="all,exact-initial", help="as `mipopt bench --methods` (all,exact-initial)"
+    )
+    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
+    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
+    args = parser.parse_args(argv)
+    if len(args.seeds) not in (1, len(args.sizes)):
+        parser.error(f"--seeds: give one number or one per size ({len(args.sizes)}), got {len(args.seeds)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    run = common.run_info()
+    csv_path = args.out_dir / "gap.csv"
+    rows = bench(args, run)
+    common.append_rows(csv_path, COLUMNS, rows)
+    common.replace_section(args.readme, SECTION, readme_tables(common.read_rows(csv_path), csv_path.name))
+    print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

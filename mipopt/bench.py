@@ -1,0 +1,549 @@
+"""Heuristics against the proven optimum: every method on the same instances, verified, with gaps.
+
+:func:`compare_methods` solves each instance with the tight GRMU model (the *reference*,
+lexicographic ``acceptance, hardware, migrations``, :func:`mipopt.exact.solve_exact`), runs
+each named heuristic on it, passes every solution through :func:`mipopt.verify.verify` and
+returns one :class:`GapRow` per (instance, method) with the verifier's numbers and the gaps
+to the reference. A solution the verifier rejects is an error (:class:`InvalidSolutionError`),
+never a row.
+
+Method names (:func:`resolve_method`), as ``mipopt solve --method`` reads them:
+
+* ``exact``: the reference itself; ``exact-initial``: the tight model with the running
+  workloads fixed where they run (the WPM use case ``initial``), the best any method that
+  does not migrate can do;
+* a batch heuristic of :data:`mipopt.policies.BATCH` (``first-fit``, ``ibm-first-fit``,
+  ``load-balanced``, ``ibm-initial``, ``ibm-joint``, ...);
+* an online policy in batch mode (:func:`mipopt.policies.online.run_batch`): ``ff``, ``mfi``,
+  ``grmu:heavy=0.3``, ``adapter(ff)``, ...; ``online:NAME`` forces the policy where a batch
+  heuristic has the same name (``online:ibm-initial``, IBM's rule applied per arrival).
+
+Gaps are against the reference's verified objectives: ``acceptance_gap`` (weighted, the
+optimum minus the method's) and ``acceptance_gap_pct`` (of the optimum), ``accepted_gap``
+(workloads, by count: may be negative when a method takes more, smaller workloads),
+``hardware_gap_pct`` (the method's hardware over the optimum's, minus one: negative when a
+method accepts less and so powers less). When the reference is not proven optimal within the
+time limit the gaps are against its incumbent, the best known solution, and the row says
+``reference="incumbent"``; a method may then beat it (negative gap). Without any reference
+solution the gaps are empty (``reference="none"``).
+
+Examples
+--------
+>>> from mipopt.io import load_instance
+>>> rows = compare_methods([load_instance("instances/grmu_fig2b.json")], ["first-fit"])
+>>> [(r.method, r.acceptance, r.acceptance_gap) for r in rows]
+[('exact', 4.0, 0.0), ('first-fit', 3.0, 1.0)]
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from mipopt.errors import InstanceError
+from mipopt.instance import Instance, Solution, Status, Termination
+from mipopt.io import write_atomic
+from mipopt.solvers import SolverOptions
+from mipopt.verify import verify
+
+__all__ = [
+    "EXACT",
+    "GapRow",
+    "InvalidSolutionError",
+    "Method",
+    "MethodSummary",
+    "compare_methods",
+    "heuristic_names",
+    "parse_methods",
+    "resolve_method",
+    "summarize",
+    "summary_table",
+    "write_csv",
+]
+
+#: The reference method's name: the tight GRMU model, lexicographic.
+EXACT = "exact"
+#: Exact variants beside the reference, by name: the WPM use case each solves.
+EXACT_VARIANTS: dict[str, str | None] = {EXACT: None, "exact-initial": "initial"}
+#: Batch heuristics that place no new workload (they only move running ones): not in ``all``.
+MOVE_ONLY = ("ibm-compaction", "ibm-reconfiguration")
+#: Policy wrappers shown in ``all``: MIG-Adapter around GRMU's first fit.
+WRAPPED = ("adapter(ff)",)
+ONLINE_PREFIX = "online:"
+
+Kind = Literal["exact", "batch", "policy"]
+
+
+class InvalidSolutionError(RuntimeError):
+    """A method returned a solution the verifier rejects (a bug in the method, not a result)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A named way to solve an instance.
+
+    Attributes
+    ----------
+    name
+        The name as given (``first-fit``, ``mfi``, ``exact-initial``, ...).
+    kind
+        ``exact`` (a MIP, time-limited), ``batch`` (a batch heuristic) or ``policy`` (an
+        online policy in batch mode).
+    solve
+        Instance -> solution.
+    """
+
+    name: str
+    kind: Kind
+    solve: Callable[[Instance], Solution]
+
+
+def heuristic_names() -> list[str]:
+    """What ``all`` means: every batch heuristic that places new workloads, then every policy.
+
+    The online ``ibm-initial`` appears as ``online:ibm-initial`` (the batch heuristic of the
+    same name sorts all new workloads first; the policy sees one arrival at a time).
+    """
+    from mipopt.policies import BATCH
+    from mipopt.policies.online import policy_names
+
+    batch = [n for n in BATCH if n not in MOVE_ONLY]
+    policies = [ONLINE_PREFIX + n if n in BATCH else n for n in policy_names() if n != "adapter"]
+    return [*batch, *policies, *WRAPPED]
+
+
+def parse_methods(text: str, path: str = "--methods") -> list[str]:
+    """Split a comma-separated method list; ``all`` expands to :func:`heuristic_names`.
+
+    A policy's options contain commas too (``grmu:heavy=0.3,consolidation=24``): a piece of the
+    form ``key=value`` continues the method before it.
+
+    Raises
+    ------
+    InstanceError
+        Naming ``path`` when the list is empty or a name is repeated.
+    """
+    names: list[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        if names and "=" in piece and ":" not in piece and "(" not in piece:
+            names[-1] += "," + piece
+        elif piece == "all":
+            names.extend(n for n in heuristic_names() if n not in names)
+        elif piece in names:
+            raise InstanceError(path, f"method {piece!r} is named twice")
+        else:
+            names.append(piece)
+    if not names:
+        raise InstanceError(path, "no method named; give e.g. ff,mfi or all")
+    return names
+
+
+def resolve_method(
+    name: str,
+    *,
+    solver: str = "highs",
+    options: SolverOptions | None = None,
+    seed: int = 0,
+    path: str = "--methods",
+) -> Method:
+    """The method called ``name`` (see the module docstring for the names).
+
+    Parameters
+    ----------
+    solver, options
+        Backend and options of exact methods.
+    seed
+        Seed of policies that draw random numbers.
+
+    Raises
+    ------
+    InstanceError
+        Naming ``path`` for an unknown name or a malformed policy option.
+    """
+    from mipopt.policies import BATCH
+    from mipopt.policies.online import make_policy, policy_names, run_batch
+
+    if name in EXACT_VARIANTS:
+        from mipopt.exact import solve_exact
+
+        use_case = EXACT_VARIANTS[name]
+        opts = options or SolverOptions()
+
+        def exact(inst: Instance) -> Solution:
+            return solve_exact(inst, solver=solver, options=opts, use_case=use_case)
+
+        return Method(name, "exact", exact)
+    if name in BATCH:
+        return Method(name, "batch", BATCH[name])
+    spec = name.removeprefix(ONLINE_PREFIX)
+    base = re.split(r"[:(]", spec, maxsplit=1)[0]
+    if base not in policy_names():
+        known = ", ".join(
+            dict.fromkeys([*EXACT_VARIANTS, *BATCH, *(n for n in policy_names() if n != "adapter")])
+        )
+        raise InstanceError(path, f"unknown method {name!r} (known: {known}, adapter(<policy>), all)")
+    policy = make_policy(spec, path)
+
+    def online(inst: Instance) -> Solution:
+        return run_batch(policy, inst, seed=seed)
+
+    return Method(name, "policy", online)
+
+
+@dataclass(frozen=True, slots=True)
+class GapRow:
+    """One method on one instance, with the verifier's numbers and the gaps to the reference.
+
+    Attributes
+    ----------
+    instance, gpus, new
+        The instance's name, its GPUs and its new workloads.
+    method, kind
+        See :class:`Method`.
+    termination, status
+        As the method reported them (heuristics: ``completed`` / ``feasible``).
+    proven
+        Exact methods: stopped at a proven optimum (termination ``optimal``); heuristics: None.
+    bound, gap
+        Exact methods: the solver's bound and relative gap of the last stage it solved (merged
+        lexicographic stages share one weighted objective); heuristics: None.
+    accepted, accepted_new
+        Workloads placed (running ones included) and new workloads placed.
+    acceptance, hardware, migrations
+        The verifier's objectives (GRMU Eqs. 3-5); None when an exact method found nothing.
+    active_gpus
+        GPUs with at least one workload.
+    runtime_s
+        Wall-clock time of the method's call.
+    reference
+        ``optimal`` (the reference proved its optimum), ``incumbent`` (time limit: gaps are
+        against its best solution) or ``none`` (no reference solution: no gaps).
+    accepted_gap, acceptance_gap, acceptance_gap_pct, hardware_gap_pct
+        See the module docstring; None without a reference or a solution.
+    matches_reference
+        Same (acceptance, hardware, migrations) as the reference: a lexicographic optimum
+        when ``reference == "optimal"``.
+    """
+
+    instance: str
+    gpus: int
+    new: int
+    method: str
+    kind: str
+    termination: str
+    status: str
+    proven: bool | None
+    bound: float | None
+    gap: float | None
+    accepted: int | None
+    accepted_new: int | None
+    acceptance: float | None
+    hardware: float | None
+    migrations: float | None
+    active_gpus: int | None
+    runtime_s: float
+    reference: str
+    accepted_gap: int | None = None
+    acceptance_gap: float | None = None
+    acceptance_gap_pct: float | None = None
+    hardware_gap_pct: float | None = None
+    matches_reference: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GapRow:
+        """A row back from :meth:`to_dict` or from a CSV row of strings (empty: None)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = data[f.name]
+            kind = str(f.type).split(" |")[0]
+            if raw is None or raw == "":
+                values[f.name] = None
+            elif kind == "bool":
+                values[f.name] = raw if isinstance(raw, bool) else raw == "True"
+            elif kind in ("int", "float"):
+                values[f.name] = int(raw) if kind == "int" else float(raw)
+            else:
+                values[f.name] = str(raw)
+        return cls(**values)
+
+
+#: CSV columns of :func:`write_csv`, in :class:`GapRow` field order.
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(GapRow))
+
+Progress = Callable[[int, int, str], None]  # (steps done, steps in all, what just finished)
+
+
+def compare_methods(
+    instances: Sequence[Instance],
+    methods: Sequence[str],
+    *,
+    solver: str = "highs",
+    time_limit_s: float | None = 60.0,
+    threads: int | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> list[GapRow]:
+    """Solve every instance exactly and with every method; verified rows with gaps.
+
+    Parameters
+    ----------
+    instances
+        The instances, in order.
+    methods
+        Method names (see :func:`resolve_method`); the reference ``exact`` always runs first on
+        each instance and is not repeated when named.
+    solver
+        Backend of the exact methods, ``highs`` or ``cpsat``.
+    time_limit_s
+        Limit of each exact solve (over its lexicographic stages); None: none.
+    threads
+        Solver threads (None: the solver's default).
+    seed
+        Solver seed and the seed of randomized policies: the same arguments give the same rows
+        (up to runtimes, and up to which incumbent a time-limited solve holds).
+    progress
+        Called after every (instance, method) with (done, total, message).
+
+    Returns
+    -------
+    list[GapRow]
+        Per instance: the reference row, then one row per method in the order given.
+
+    Raises
+    ------
+    InstanceError
+        For an unknown method name, an unknown solver or a bad time limit.
+    InvalidSolutionError
+        When the verifier rejects a method's solution.
+    """
+    try:
+        options = SolverOptions(time_limit_s=time_limit_s, threads=threads, seed=seed)
+    except ValueError as err:
+        raise InstanceError("--time-limit" if "time_limit" in str(err) else "--threads", str(err)) from None
+    from mipopt.solvers import BACKENDS
+
+    if solver not in BACKENDS:
+        raise InstanceError("--solver", f"unknown solver {solver!r} (known: {', '.join(BACKENDS)})")
+    names = [EXACT, *(m for m in methods if m != EXACT)]
+    resolved = [resolve_method(n, solver=solver, options=options, seed=seed) for n in names]
+    total, done = len(instances) * len(resolved), 0
+    rows: list[GapRow] = []
+    for inst in instances:
+        ref: GapRow | None = None
+        for method in resolved:
+            t0 = time.perf_counter()
+            sol = method.solve(inst)
+            runtime = time.perf_counter() - t0
+            row = _row(inst, method, sol, runtime)
+            if ref is None:
+                ref = row
+            rows.append(_with_gaps(row, ref))
+            done += 1
+            if progress is not None:
+                what = f"{row.acceptance:g}" if row.acceptance is not None else "no solution"
+                progress(done, total, f"{inst.name} {method.name}: {what} in {runtime:.2f} s")
+    return rows
+
+
+def _row(inst: Instance, method: Method, sol: Solution, runtime_s: float) -> GapRow:
+    exact = method.kind == "exact"
+    base: dict[str, Any] = {
+        "instance": inst.name,
+        "gpus": len(inst.gpus),
+        "new": len(inst.new),
+        "method": method.name,
+        "kind": method.kind,
+        "termination": sol.termination.value,
+        "status": sol.status.value,
+        "proven": sol.termination is Termination.OPTIMAL if exact else None,
+        "bound": sol.bound if exact else None,
+        "gap": sol.gap if exact else None,
+        "runtime_s": round(runtime_s, 4),
+        "reference": "none",
+    }
+    if exact and sol.status is Status.NONE:  # time limit before any placement: nothing to verify
+        empty: dict[str, Any] = dict.fromkeys(
+            ("accepted", "accepted_new", "acceptance", "hardware", "migrations", "active_gpus")
+        )
+        return GapRow(**base, **empty)
+    report = verify(inst, sol)
+    if not report.valid:
+        more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
+        raise InvalidSolutionError(f"{method.name} on {inst.name}: {report.violations[0]}{more}")
+    o, m = report.objectives, report.metrics
+    return GapRow(
+        **base,
+        accepted=int(m["accepted"]),
+        accepted_new=int(m["accepted_new"]),
+        acceptance=o.acceptance,
+        hardware=o.hardware,
+        migrations=o.migrations,
+        active_gpus=int(m["active_gpus"]),
+    )
+
+
+def _with_gaps(row: GapRow, ref: GapRow) -> GapRow:
+    if ref.acceptance is None or ref.hardware is None or ref.accepted is None:
+        return row
+    kind = "optimal" if ref.proven else "incumbent"
+    if row.acceptance is None or row.hardware is None or row.accepted is None:
+        return replace(row, reference=kind)
+    return replace(
+        row,
+        reference=kind,
+        accepted_gap=ref.accepted - row.accepted,
+        acceptance_gap=ref.acceptance - row.acceptance,
+        acceptance_gap_pct=_pct(ref.acceptance - row.acceptance, ref.acceptance),
+        hardware_gap_pct=_pct(row.hardware - ref.hardware, ref.hardware),
+        matches_reference=_close(
+            (row.acceptance, row.hardware, row.migrations), (ref.acceptance, ref.hardware, ref.migrations)
+        ),
+    )
+
+
+def _pct(diff: float, of: float) -> float | None:
+    return 100.0 * diff / of if of else None
+
+
+def _close(a: Iterable[float | None], b: Iterable[float | None]) -> bool:
+    return all(
+        x is not None and y is not None and math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSummary:
+    """One method over the instances of one size (number of GPUs).
+
+    ``mean_*_gap_pct`` average over the runs with a reference; ``acceptance_optimal`` counts
+    runs whose acceptance equals a proven optimum, ``optimal`` runs that match the proven
+    lexicographic optimum in all three objectives; ``proven_references`` counts the runs whose
+    reference is proven (the rest compare against an incumbent).
+    """
+
+    gpus: int
+    method: str
+    kind: str
+    runs: int
+    mean_accepted: float
+    mean_acceptance: float
+    mean_hardware: float
+    mean_acceptance_gap_pct: float | None
+    max_acceptance_gap_pct: float | None
+    mean_hardware_gap_pct: float | None
+    acceptance_optimal: int
+    optimal: int
+    proven_references: int
+    median_runtime_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize(rows: Iterable[GapRow]) -> list[MethodSummary]:
+    """Per (GPUs, method), in order of first appearance: means, optimal counts, median runtime."""
+    groups: dict[tuple[int, str], list[GapRow]] = {}
+    for r in rows:
+        groups.setdefault((r.gpus, r.method), []).append(r)
+    out = []
+    for (gpus, method), rs in groups.items():
+        solved = [r for r in rs if r.acceptance is not None]
+        acc_gaps = [r.acceptance_gap_pct for r in rs if r.acceptance_gap_pct is not None]
+        hw_gaps = [r.hardware_gap_pct for r in rs if r.hardware_gap_pct is not None]
+        proven = [r for r in rs if r.reference == "optimal"]
+        out.append(
+            MethodSummary(
+                gpus=gpus,
+                method=method,
+                kind=rs[0].kind,
+                runs=len(rs),
+                mean_accepted=_mean(r.accepted for r in solved),
+                mean_acceptance=_mean(r.acceptance for r in solved),
+                mean_hardware=_mean(r.hardware for r in solved),
+                mean_acceptance_gap_pct=statistics.fmean(acc_gaps) if acc_gaps else None,
+                max_acceptance_gap_pct=max(acc_gaps) if acc_gaps else None,
+                mean_hardware_gap_pct=statistics.fmean(hw_gaps) if hw_gaps else None,
+                acceptance_optimal=sum(
+                    r.acceptance_gap is not None and abs(r.acceptance_gap) < 1e-9 for r in proven
+                ),
+                optimal=sum(bool(r.matches_reference) for r in proven),
+                proven_references=len(proven),
+                median_runtime_s=statistics.median(r.runtime_s for r in rs),
+            )
+        )
+    return out
+
+
+def _mean(values: Iterable[float | None]) -> float:
+    xs = [float(v) for v in values if v is not None]
+    return statistics.fmean(xs) if xs else math.nan
+
+
+def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:{spec}}{suffix}"
+
+
+def summary_table(summaries: Sequence[MethodSummary]) -> str:
+    """A plain-text table of :func:`summarize`'s result, one block per size."""
+    header = (
+        "method", "runs", "accepted", "acceptance", "hardware", "acc. gap", "max gap", "hw gap",
+        "acc. opt", "optimal", "median s",
+    )  # fmt: skip
+    lines: list[str] = []
+    for gpus in dict.fromkeys(s.gpus for s in summaries):
+        block = [s for s in summaries if s.gpus == gpus]
+        proven = block[0].proven_references
+        lines.append(f"{gpus} GPUs: {block[0].runs} instance(s), reference proven optimal on {proven}")
+        table = [header]
+        for s in block:
+            table.append(
+                (
+                    s.method,
+                    str(s.runs),
+                    _fmt(s.mean_accepted, ".1f"),
+                    _fmt(s.mean_acceptance, ".1f"),
+                    _fmt(s.mean_hardware, ".1f"),
+                    _fmt(s.mean_acceptance_gap_pct, ".2f", " %"),
+                    _fmt(s.max_acceptance_gap_pct, ".2f", " %"),
+                    _fmt(s.mean_hardware_gap_pct, "+.2f", " %"),
+                    f"{s.acceptance_optimal}/{s.runs}",
+                    f"{s.optimal}/{s.runs}",
+                    f"{s.median_runtime_s:.3f}",
+                )
+            )
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        for r in table:
+            cells = [r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True))]
+            lines.append("  ".join(cells).rstrip())
+        lines.append("")
+    lines.append(
+        "acc. gap: mean of (optimum - acceptance) / optimum, weighted acceptance; hw gap: hardware / "
+        "optimum's - 1; acc. opt / optimal: runs reaching the proven optimum's acceptance / all three "
+        "objectives (lexicographic optimum)."
+    )
+    return "\n".join(lines)
+
+
+def write_csv(path: str | Path, rows: Iterable[GapRow]) -> None:
+    """Write the rows as CSV (atomically), columns :data:`COLUMNS`; None as an empty field."""
+
+    def write(fh: TextIO) -> None:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: "" if v is None else v for k, v in r.to_dict().items()})
+
+    write_atomic(Path(path), write, text=True)

@@ -1,0 +1,351 @@
+"""Heuristics against the proven optimum: mipopt.bench, `mipopt bench` and benchmarks/bench_gap.py."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mipopt.exact
+from mipopt.bench import (
+    COLUMNS,
+    EXACT,
+    GapRow,
+    InvalidSolutionError,
+    compare_methods,
+    heuristic_names,
+    parse_methods,
+    summarize,
+    summary_table,
+)
+from mipopt.cli import main
+from mipopt.errors import InstanceError
+from mipopt.instance import Instance, Objectives, Solution, Status, Termination
+from mipopt.io import load_instance
+from mipopt.policies import BATCH, first_fit
+from mipopt.verify import no_solution, solution_for, verify
+from mipopt.workloads.ibm import ibm_instance
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTANCES = ROOT / "instances"
+FIG2B = INSTANCES / "grmu_fig2b.json"
+FBK = INSTANCES / "fbk_fig3.json"
+# grmu_fig2b's lexicographic optimum, by hand (tests/test_exact.py, OPTIMA): moving the two
+# 1g instances inside g0 costs no migration (Eq. 5) and frees slots 0-3 for the 4g.20gb, 4-7
+# for the 3g.20gb; the 2g.10gb then has no room: 4 of 5 accepted on one host and one GPU.
+FIG2B_OPTIMUM = (4.0, 2.0, 0.0)
+
+Capsys = pytest.CaptureFixture[str]
+
+
+def expected(path: Path) -> dict:
+    return json.loads(path.read_text())["expected"]
+
+
+def by_method(rows: list[GapRow]) -> dict[str, GapRow]:
+    return {r.method: r for r in rows}
+
+
+# --- the library
+
+
+def test_optimum_and_first_fit_gap_on_grmu_fig2b() -> None:
+    inst = load_instance(FIG2B)
+    rows = by_method(compare_methods([inst], ["first-fit", "ff-agnostic"]))
+    assert list(rows) == [EXACT, "first-fit", "ff-agnostic"]
+    ref, ff, agnostic = rows[EXACT], rows["first-fit"], rows["ff-agnostic"]
+    assert (ref.acceptance, ref.hardware, ref.migrations) == FIG2B_OPTIMUM
+    assert (ref.proven, ref.termination, ref.reference, ref.accepted) == (True, "optimal", "optimal", 4)
+    assert (ref.acceptance_gap, ref.acceptance_gap_pct, ref.hardware_gap_pct) == (0.0, 0.0, 0.0)
+    # first fit: what the instance's expected block says, one workload (25 %) short of the optimum
+    want = expected(FIG2B)["first_fit"]["objectives"]
+    assert (ff.acceptance, ff.hardware, ff.migrations) == (
+        want["acceptance"],
+        want["hardware"],
+        want["migrations"],
+    )
+    assert (ff.accepted_gap, ff.acceptance_gap, ff.acceptance_gap_pct) == (1, 1.0, 25.0)
+    assert (ff.hardware_gap_pct, ff.matches_reference, ff.reference) == (0.0, False, "optimal")
+    assert (ff.kind, ff.termination, ff.status, ff.proven, ff.gap) == (
+        "batch",
+        "completed",
+        "feasible",
+        None,
+        None,
+    )
+    # the MFI paper's MIG-agnostic first fit starts the 2g.10gb at 2 and then fits nothing
+    assert (agnostic.kind, agnostic.acceptance, agnostic.acceptance_gap_pct) == ("policy", 2.0, 50.0)
+
+
+def test_rows_carry_the_verifiers_numbers() -> None:
+    inst = load_instance(FBK)
+    rows = by_method(compare_methods([inst], ["first-fit", "mfi"]))
+    for name, sol in (("first-fit", first_fit(inst)),):
+        report = verify(inst, sol)
+        r = rows[name]
+        assert report.valid
+        assert (r.acceptance, r.hardware, r.migrations) == (
+            report.objectives.acceptance,
+            report.objectives.hardware,
+            report.objectives.migrations,
+        )
+        assert (r.accepted, r.active_gpus) == (report.metrics["accepted"], report.metrics["active_gpus"])
+    # fbk_fig3: everything fits either way, but the optimum empties g1 (two moves): 3 hardware, not 4
+    ref = rows[EXACT]
+    assert (ref.acceptance, ref.hardware, ref.migrations) == (8.0, 3.0, 4.0)
+    for name in ("first-fit", "mfi"):
+        r = rows[name]
+        assert (r.acceptance_gap, r.accepted_gap) == (0.0, 0)
+        assert r.hardware_gap_pct == pytest.approx(100 / 3)
+    (s,) = [s for s in summarize(rows.values()) if s.method == "first-fit"]
+    assert (s.acceptance_optimal, s.optimal, s.proven_references, s.runs) == (1, 0, 1, 1)
+    assert s.mean_hardware_gap_pct == pytest.approx(100 / 3)
+
+
+def _broken(inst: Instance) -> Solution:
+    sol = first_fit(inst)
+    return dataclasses.replace(sol, placements=(*sol.placements, sol.placements[0]))
+
+
+def _boasting(inst: Instance) -> Solution:
+    sol = first_fit(inst)
+    assert sol.objectives is not None
+    return dataclasses.replace(sol, objectives=Objectives(99.0, 0.0, 0.0))
+
+
+@pytest.mark.parametrize(
+    ("method", "message"),
+    [(_broken, "is placed twice"), (_boasting, "objectives.acceptance: solution says 99")],
+)
+def test_a_solution_the_verifier_rejects_is_an_error(method, message, monkeypatch) -> None:
+    monkeypatch.setitem(BATCH, "bad", method)
+    with pytest.raises(InvalidSolutionError, match=rf"^bad on grmu_fig2b: .*{message}"):
+        compare_methods([load_instance(FIG2B)], ["bad"])
+
+
+def test_an_unproven_reference_is_flagged_and_compared_as_incumbent(monkeypatch) -> None:
+    def stopped(inst: Instance, **_: object) -> Solution:  # a time limit holding first fit's placement
+        return solution_for(
+            inst,
+            first_fit(inst).placed(),
+            method="grmu / highs",
+            termination=Termination.TIME_LIMIT,
+            status=Status.FEASIBLE,
+            bound=5.0,
+            gap=0.4,
+        )
+
+    monkeypatch.setattr(mipopt.exact, "solve_exact", stopped)
+    rows = by_method(compare_methods([load_instance(FIG2B)], ["ff-agnostic"]))
+    ref, agnostic = rows[EXACT], rows["ff-agnostic"]
+    assert (ref.proven, ref.termination, ref.reference, ref.acceptance, ref.gap) == (
+        False,
+        "time_limit",
+        "incumbent",
+        3.0,
+        0.4,
+    )
+    assert (agnostic.reference, agnostic.acceptance_gap, agnostic.matches_reference) == (
+        "incumbent",
+        1.0,
+        False,
+    )
+    (s,) = [s for s in summarize(rows.values()) if s.method == "ff-agnostic"]
+    assert (s.proven_references, s.acceptance_optimal, s.optimal) == (0, 0, 0)
+
+    def nothing(inst: Instance, **_: object) -> Solution:
+        return no_solution(
+            inst, method="grmu / highs", termination=Termination.TIME_LIMIT, runtime_s=60.0, message="stopped"
+        )
+
+    monkeypatch.setattr(mipopt.exact, "solve_exact", nothing)
+    rows = by_method(compare_methods([load_instance(FIG2B)], ["ff-agnostic"]))
+    assert (rows[EXACT].acceptance, rows[EXACT].reference) == (None, "none")
+    assert (rows["ff-agnostic"].acceptance, rows["ff-agnostic"].acceptance_gap) == (2.0, None)
+    assert "-" in summary_table(summarize(rows.values()))
+
+
+def test_same_arguments_same_rows() -> None:
+    instances = [ibm_instance(4, seed=s) for s in (0, 1)]
+    methods = ["ff", "rr", "mfi", "grmu", "load-balanced", "exact-initial"]
+
+    def strip(rows: list[GapRow]) -> list[dict]:
+        return [{k: v for k, v in r.to_dict().items() if k != "runtime_s"} for r in rows]
+
+    first = compare_methods(instances, methods, seed=3)
+    assert strip(first) == strip(compare_methods(instances, methods, seed=3))
+    assert [(r.instance, r.method) for r in first] == [
+        (i.name, m) for i in instances for m in [EXACT, *methods]
+    ]
+    # exact-initial keeps the running workloads: never better than the reference
+    for r in first:
+        assert r.reference == "optimal"
+        assert r.acceptance_gap is not None and r.acceptance_gap >= 0
+        assert r.migrations == 0 or r.method in (EXACT, "grmu")
+
+
+def test_method_lists() -> None:
+    everything = heuristic_names()
+    assert "ibm-compaction" not in everything and "ibm-reconfiguration" not in everything
+    assert {"first-fit", "ibm-initial", "online:ibm-initial", "mfi", "grmu", "adapter(ff)"} <= set(everything)
+    assert parse_methods("all") == everything
+    assert parse_methods("grmu:heavy=0.3,consolidation=24, ff,adapter(mfi)") == [
+        "grmu:heavy=0.3,consolidation=24",
+        "ff",
+        "adapter(mfi)",
+    ]
+    with pytest.raises(InstanceError, match=r"^--methods: method 'ff' is named twice$"):
+        parse_methods("ff,mfi,ff")
+    with pytest.raises(InstanceError, match=r"^--methods: unknown method 'nope'"):
+        compare_methods([load_instance(FIG2B)], ["nope"])
+
+
+def test_gap_row_round_trips_through_csv(tmp_path: Path) -> None:
+    from mipopt.bench import write_csv
+
+    rows = compare_methods([load_instance(FIG2B)], ["first-fit"])
+    write_csv(tmp_path / "rows.csv", rows)
+    with (tmp_path / "rows.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert tuple(reader.fieldnames or ()) == COLUMNS
+        back = [GapRow.from_dict(r) for r in reader]
+    assert back == rows
+
+
+# --- mipopt bench
+
+
+def run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_table_and_csv(tmp_path: Path, capsys: Capsys) -> None:
+    out_csv = tmp_path / "gap.csv"
+    code, out, err = run(
+        capsys, "bench", str(FIG2B), "--methods", "first-fit,ff-agnostic", "--out", str(out_csv)
+    )
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "1 GPUs: 1 instance(s), reference proven optimal on 1"
+    (ff_line,) = [line for line in lines if line.startswith("first-fit ")]
+    assert ff_line.split()[1:-1] == [
+        "1",
+        "3.0",
+        "3.0",
+        "2.0",
+        "25.00",
+        "%",
+        "25.00",
+        "%",
+        "+0.00",
+        "%",
+        "0/1",
+        "0/1",
+    ]
+    assert lines[-1] == f"wrote {out_csv}"
+    with out_csv.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["method"], r["acceptance"], r["acceptance_gap_pct"]) for r in rows] == [
+        ("exact", "4.0", "0.0"),
+        ("first-fit", "3.0", "25.0"),
+        ("ff-agnostic", "2.0", "50.0"),
+    ]
+
+
+def test_cli_generated_json(capsys: Capsys) -> None:
+    code, out, err = run(
+        capsys, "bench", "--generate", "ibm", "--gpus", "2", "--seeds", "2", "--first-seed", "3", "--methods", "ff",
+        "--json", "--no-progress",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert [(r["instance"], r["method"]) for r in data["rows"]] == [
+        (f"ibm-2gpus-seed{s}", m) for s in (3, 4) for m in ("exact", "ff")
+    ]
+    assert all(r["reference"] == "optimal" for r in data["rows"])
+    assert [(s["gpus"], s["method"], s["runs"]) for s in data["summary"]] == [(2, "exact", 2), (2, "ff", 2)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ((), "instance: give instance files or --generate ibm"),
+        ((str(FIG2B), "--gpus", "8"), "--gpus: only with --generate ibm"),
+        (("--generate", "ibm", "--gpus", "0"), "--gpus: must be at least 1, got 0"),
+        (("--generate", "ibm", "--seeds", "0"), "--seeds: must be at least 1, got 0"),
+        (("--generate", "ibm", "--first-seed", "-1"), "--first-seed: must be at least 0, got -1"),
+        ((str(FIG2B), "--time-limit", "0"), "--time-limit: must be positive seconds, got 0"),
+        ((str(FIG2B), "--threads", "0"), "--threads: must be at least 1, got 0"),
+        ((str(FIG2B), "--methods", "ff,ff"), "--methods: method 'ff' is named twice"),
+        ((str(FIG2B), "--methods", ","), "--methods: no method named; give e.g. ff,mfi or all"),
+        ((str(FIG2B), "--methods", "nope"), "--methods: unknown method 'nope' (known: exact, "),
+        ((str(FIG2B), "--methods", "grmu:bogus=1"), "--methods: policy 'grmu:bogus=1': "),
+        (("missing.json",), "missing.json: cannot read missing.json"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(
+    argv: tuple[str, ...], message: str, tmp_path: Path, capsys: Capsys
+) -> None:
+    out_csv = tmp_path / "never.csv"
+    code, out, err = run(capsys, "bench", *argv, "--out", str(out_csv))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"mipopt: error: {message}") and err.count("\n") == 1
+    assert not out_csv.exists()
+
+
+# --- benchmarks/bench_gap.py
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def test_bench_gap_smoke(tmp_path: Path) -> None:
+    committed = [ROOT / "benchmarks" / "results" / "gap.csv", ROOT / "benchmarks" / "README.md"]
+    before = [_digest(p) for p in committed]
+    script = ROOT / "benchmarks" / "bench_gap.py"
+    args = [
+        "--sizes",
+        "2",
+        "4",
+        "--seeds",
+        "2",
+        "1",
+        "--out-dir",
+        str(tmp_path),
+        "--readme",
+        str(tmp_path / "README.md"),
+    ]
+    subprocess.run([sys.executable, str(script), *args], cwd=ROOT, check=True, capture_output=True)
+    # a second run of two methods: the tables show each method's latest run
+    subprocess.run(
+        [sys.executable, str(script), *args, "--methods", "ff,first-fit"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    with (tmp_path / "gap.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames is not None and reader.fieldnames[-len(COLUMNS) :] == list(COLUMNS)
+        rows = list(reader)
+    methods = [EXACT, *heuristic_names(), "exact-initial"]
+    assert len(rows) == 3 * len(methods) + 3 * 3
+    assert {(r["gpus"], r["seed"]) for r in rows} == {("2", "0"), ("2", "1"), ("4", "0")}
+    assert all(r["reference"] == "optimal" and r["proven"] in ("True", "") for r in rows)
+    readme = (tmp_path / "README.md").read_text()
+    section = readme[readme.index("<!-- gap:begin -->") : readme.index("<!-- gap:end -->")]
+    assert (
+        "**2 GPUs**: 2 snapshots (seeds 0-1)" in section and "**4 GPUs**: 1 snapshots (seeds 0-0)" in section
+    )
+    table = [line for line in section.splitlines() if line.startswith("| `")]
+    assert len(table) == 2 * len(methods)
+    assert table[0].startswith("| `exact` | exact | 2 | ") and "| 2/2 | 2/2 |" in table[0]
+    assert [_digest(p) for p in committed] == before
