@@ -46,15 +46,15 @@ __all__ = ["Adapter", "chain"]
 
 def _own(cluster: Cluster, w: Workload) -> Profile | None:
     """``w``'s own profile on the first model of the cluster it may run on."""
-    for model, _ in cluster.groups:
-        profile = cluster.instance.profile_on(w, model)
+    for g in cluster.groups:
+        profile = cluster.instance.profile_on(w, g.model)
         if profile is not None:
             return profile
     return None
 
 
 def _allowed_models(cluster: Cluster, w: Workload) -> list[GpuModel]:
-    return [m for m, _ in cluster.groups if w.gpu_models is None or m.name in w.gpu_models]
+    return [g.model for g in cluster.groups if w.gpu_models is None or g.model.name in w.gpu_models]
 
 
 def chain(cluster: Cluster, w: Workload, *, full: bool = False) -> list[str]:

@@ -6,6 +6,12 @@ request whatever the cluster's size. :class:`Cluster` holds the occupied-slot ma
 instances per profile, the ``+me`` holder and host cpu and ram; it places, removes and
 moves workloads and counts the moves by kind.
 
+The GPUs are grouped by model (:class:`Group`). A lookup reads one column of a table at
+the GPUs' states, ``g.tables.legal[:, p].take(cluster.mask[g.at])``: a quarter of the
+time of ``legal[masks, p]`` (numpy's two-dimensional fancy indexing), and ``g.at`` is a
+slice, a view without a copy, when the group's positions are contiguous (always on a
+one-model cluster).
+
 A workload normally occupies its own profile on the GPU's model. MIG-Adapter places a
 request at a larger profile ("borrowing"): pass that profile to :meth:`Cluster.place`;
 the cluster remembers it per workload, so removing and moving stay exact.
@@ -15,18 +21,22 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Self
+from functools import lru_cache
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from mipopt.catalog import GpuModel, Profile
-from mipopt.geometry import tables_for
+from mipopt.geometry import GeometryTables, tables_for
 from mipopt.instance import Instance, Workload
 from mipopt.preprocess.partitions import preference_order
 
-__all__ = ["Cluster", "Move", "id_key"]
+__all__ = ["Cluster", "Group", "Move", "id_key", "preferred_starts"]
+
+IntArray = npt.NDArray[np.int64]
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -41,6 +51,60 @@ def id_key(identifier: str) -> tuple[str | int, ...]:
     with text, so two keys compare text with text and numbers with numbers.
     """
     return tuple(int(part) if k % 2 else part for k, part in enumerate(_DIGITS.split(identifier)))
+
+
+@lru_cache(maxsize=64)
+def preferred_starts(model: GpuModel) -> IntArray:
+    """``[p, bits]``: the first start of profile ``p``'s preference order among the starts in ``bits``, or -1.
+
+    The preference order is the one the driver fills an empty GPU in (IBM's Table 1,
+    :func:`mipopt.preprocess.partitions.preference_order`); ``bits`` is a bitmask of
+    starts, such as a row of ``tables_for(model).legal``.
+    """
+    table = np.full((len(model.profiles), 1 << model.slots), -1, dtype=np.int64)
+    bits = np.arange(1 << model.slots, dtype=np.int64)
+    for i, profile in enumerate(model.profiles):
+        for s in reversed(preference_order(model, profile)):  # earlier starts overwrite later ones
+            table[i] = np.where(bits >> s & 1, s, table[i])
+    return table
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Group:
+    """The GPUs of one model: their positions, how to index per-GPU arrays with them, the model's tables.
+
+    A group unpacks as ``(model, ks)``, the pair groups were before they carried their
+    tables, so ``for model, ks in cluster.groups`` still reads.
+
+    Attributes
+    ----------
+    model
+        The GPU model.
+    ks
+        Positions in ``instance.gpus``, ascending.
+    at
+        ``ks`` as a slice when the positions are contiguous (indexing with it gives a
+        view, no copy), else ``ks`` itself; ``cluster.mask[g.at]`` is ``cluster.mask[g.ks]``.
+    tables
+        ``tables_for(model)``.
+    """
+
+    model: GpuModel
+    ks: IntArray
+    at: slice | IntArray
+    tables: GeometryTables
+
+    @classmethod
+    def of(cls, model: GpuModel, ks: list[int]) -> Group:
+        """The group of ``model``'s GPUs at positions ``ks`` (ascending, not empty)."""
+        positions = np.array(ks, dtype=np.int64)
+        run = slice(ks[0], ks[0] + len(ks))
+        contiguous = ks == list(range(run.start, run.stop))
+        return cls(model, positions, run if contiguous else positions, tables_for(model))
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.model
+        yield self.ks
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +124,8 @@ class Cluster:
     ----------------------------------------------------------------
     mask
         Occupied memory slots (a state of the geometry tables).
+    compute
+        Compute slices in use.
     used
         Memory slots plus compute slices in use (IBM's joint slice utilization numerator).
     size
@@ -72,6 +138,8 @@ class Cluster:
         Host position of each GPU; ``cpu``, ``ram`` (per host) are in use.
     id_rank
         Rank of each GPU in natural id order.
+    groups
+        The GPUs by model (:class:`Group`), in order of their first GPU.
     placed
         Workload id -> (GPU id, start) of everything on the cluster now.
     moves
@@ -83,6 +151,7 @@ class Cluster:
         gpus = instance.gpus
         n = len(gpus)
         self.mask = np.zeros(n, dtype=np.int64)
+        self.compute = np.zeros(n, dtype=np.int64)
         self.used = np.zeros(n, dtype=np.int64)
         self.size = np.array([g.model.slots + g.model.compute_slices for g in gpus], dtype=np.int64)
         self.media = np.zeros(n, dtype=bool)
@@ -97,11 +166,14 @@ class Cluster:
         groups: dict[str, list[int]] = {}
         for k, g in enumerate(gpus):
             groups.setdefault(g.model.name, []).append(k)
-        self.groups = [(gpus[ks[0]].model, np.array(ks, dtype=np.int64)) for ks in groups.values()]
+        self.groups = [Group.of(gpus[ks[0]].model, ks) for ks in groups.values()]
         self.id_rank = np.empty(n, dtype=np.int64)
         self.id_rank[sorted(range(n), key=lambda k: id_key(gpus[k].id))] = np.arange(n)
         self.placed: dict[str, tuple[str, int]] = {}
         self.profile_of: dict[str, int] = {}  # workload id -> profile index it occupies
+        # GPU position -> ids of its workloads in placement order (a dict keeps insertion
+        # order); GPUs without workloads have no entry, so a copy costs the busy GPUs only.
+        self._on: dict[int, dict[str, None]] = {}
         self.moves: Counter[str] = Counter()
         self.log: list[Move] = []
         for w in instance.running:
@@ -115,34 +187,41 @@ class Cluster:
 
     def profile_index(self, w: Workload, model: GpuModel) -> int | None:
         """Position of ``w``'s own profile in ``model.profiles``, or None where it cannot run."""
-        profile = self.instance.profile_on(w, model)
-        return None if profile is None else model.profiles.index(profile)
+        return self._index(w, model, None)
 
-    def legal(self, w: Workload, profile: str | None = None) -> npt.NDArray[np.int64]:
+    def legal(self, w: Workload, profile: str | None = None) -> IntArray:
         """Per GPU, the bitmask of starts where ``w`` may go now by every rule (0: none).
 
         ``profile`` asks for another profile name than ``w``'s own (a borrowed one).
         """
         bits = np.zeros(len(self.mask), dtype=np.int64)
-        host_ok = (self.cpu + w.cpu <= self.cpu_cap + 1e-9) & (self.ram + w.ram_gb <= self.ram_cap + 1e-9)
-        for model, ks in self.groups:
-            p = self._index(w, model, profile)
+        for g in self.groups:
+            p = self._index(w, g.model, profile)
             if p is None:
                 continue
-            prof = model.profiles[p]
-            ok = (self.count[ks, p] < prof.max_instances) & host_ok[self.host[ks]]
+            prof = g.model.profiles[p]
+            group_bits = g.tables.legal[:, p].take(self.mask[g.at])
+            # Instances of one profile never overlap, so with at least as many allowed as
+            # the profile has starts, reaching the limit leaves no start free anyway.
+            if prof.max_instances < len(prof.starts):
+                group_bits[self.count[g.at, p] >= prof.max_instances] = 0
             if prof.media_extension:
-                ok &= ~self.media[ks]
-            bits[ks] = np.where(ok, tables_for(model).legal[self.mask[ks], p], 0)
+                group_bits[self.media[g.at]] = 0
+            bits[g.at] = group_bits
+        room = self.host_room(w)
+        if not room.all():
+            bits[~room[self.host]] = 0
         return bits
 
+    def host_room(self, w: Workload) -> npt.NDArray[np.bool_]:
+        """Per host, whether its free cpu and ram take ``w``'s (GPU ``k``'s host: ``self.host[k]``)."""
+        return (self.cpu + w.cpu <= self.cpu_cap + 1e-9) & (self.ram + w.ram_gb <= self.ram_cap + 1e-9)
+
     def _index(self, w: Workload, model: GpuModel, profile: str | None) -> int | None:
-        if profile is None:
-            return self.profile_index(w, model)
+        """Position in ``model.profiles`` of ``profile`` (default: ``w``'s own), None where ``w`` may not run."""
         if w.gpu_models is not None and model.name not in w.gpu_models:
             return None
-        found = model.find(profile)
-        return None if found is None else model.profiles.index(found)
+        return model.index(w.profile if profile is None else profile)
 
     def occupied_profile(self, wid: str) -> Profile:
         """The profile workload ``wid`` occupies now (its own, or a borrowed larger one)."""
@@ -151,23 +230,23 @@ class Cluster:
 
     def on_gpu(self, k: int) -> list[str]:
         """Ids of the workloads on GPU ``k`` now, in placement order."""
-        gpu_id = self.instance.gpus[k].id
-        return [wid for wid, (g, _) in self.placed.items() if g == gpu_id]
+        return list(self._on.get(k, ()))
 
-    def joint_size(self, w: Workload) -> npt.NDArray[np.int64]:
+    def joint_size(self, w: Workload) -> IntArray:
         """Per GPU, the memory slots plus compute slices ``w`` takes there (0 where it cannot run)."""
         size = np.zeros(len(self.mask), dtype=np.int64)
-        for model, ks in self.groups:
-            profile = self.instance.profile_on(w, model)
+        for g in self.groups:
+            profile = self.instance.profile_on(w, g.model)
             if profile is not None:
-                size[ks] = profile.memory_slots + profile.compute
+                size[g.at] = profile.memory_slots + profile.compute
         return size
 
     def preferred_start(self, w: Workload, k: int, bits: int) -> int:
         """The first start of IBM Table 1's preference order among the legal free ``bits`` of GPU ``k``."""
         model = self.instance.gpus[k].model
-        profile = model.profile(w.profile)
-        return next(s for s in preference_order(model, profile) if bits >> s & 1)
+        p = self.profile_index(w, model)
+        assert p is not None and bits, f"{w.id} has no legal start on GPU {k}"
+        return int(preferred_starts(model)[p, bits])
 
     def first_in_order(self, w: Workload, *, balanced: bool) -> tuple[int, int] | None:
         """IBM's baselines: the first GPU in their order that takes ``w``, at its lowest legal start.
@@ -178,13 +257,13 @@ class Cluster:
         balancing. So no GPU list is sorted per workload.
         """
         bits = self.legal(w)
-        fits = np.flatnonzero(bits)
-        if fits.size == 0:
+        fits = bits != 0
+        if not fits.any():
             return None
         if balanced:
-            share = self.used[fits] / self.size[fits]
-            fits = fits[share == share.min()]
-        k = int(fits[np.argmin(self.id_rank[fits])])
+            share = np.where(fits, self.used / self.size, np.inf)
+            fits = share == share.min()
+        k = int(np.argmin(np.where(fits, self.id_rank, len(fits))))  # ranks are 0 .. GPUs - 1
         b = int(bits[k])
         return k, (b & -b).bit_length() - 1  # the lowest set bit: index 0 upwards
 
@@ -202,6 +281,7 @@ class Cluster:
         assert p is not None, f"{w.id} cannot run on {model.name}"
         prof = model.profiles[p]
         self.mask[k] |= prof.slot_mask(start)
+        self.compute[k] += prof.compute
         self.used[k] += prof.memory_slots + prof.compute
         self.count[k, p] += 1
         self.media[k] |= prof.media_extension
@@ -209,6 +289,7 @@ class Cluster:
         self.ram[self.host[k]] += w.ram_gb
         self.placed[w.id] = (self.instance.gpus[k].id, start)
         self.profile_of[w.id] = p
+        self._on.setdefault(k, {})[w.id] = None
 
     def remove(self, w: Workload) -> tuple[str, int]:
         """Take ``w`` off its GPU (the inverse of :meth:`place`); returns where it was."""
@@ -217,12 +298,17 @@ class Cluster:
         k = self.position[gpu_id]
         prof = self.model(k).profiles[p]
         self.mask[k] &= ~prof.slot_mask(start)
+        self.compute[k] -= prof.compute
         self.used[k] -= prof.memory_slots + prof.compute
         self.count[k, p] -= 1
         if prof.media_extension:  # at most one +me instance per GPU
             self.media[k] = False
         self.cpu[self.host[k]] -= w.cpu
         self.ram[self.host[k]] -= w.ram_gb
+        on = self._on[k]
+        del on[w.id]
+        if not on:
+            del self._on[k]
         return gpu_id, start
 
     def move(self, w: Workload, k: int, start: int, profile: str | None = None) -> Move:
@@ -262,10 +348,11 @@ class Cluster:
         """An independent copy, for trial placements that may be thrown away."""
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
-        for name in ("mask", "used", "media", "count", "cpu", "ram"):
+        for name in ("mask", "compute", "used", "media", "count", "cpu", "ram"):
             setattr(other, name, getattr(self, name).copy())
         other.placed = dict(self.placed)
         other.profile_of = dict(self.profile_of)
+        other._on = {k: dict(on) for k, on in self._on.items()}
         other.moves = Counter(self.moves)
         other.log = list(self.log)
         return other

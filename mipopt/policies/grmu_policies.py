@@ -32,7 +32,7 @@ import numpy.typing as npt
 from mipopt.catalog import GpuModel
 from mipopt.geometry import NO_START, GeometryTables, tables_for
 from mipopt.instance import Workload
-from mipopt.policies.cluster import Cluster, Move
+from mipopt.policies.cluster import Cluster, Group, Move
 from mipopt.policies.online import Decision, Policy, register
 
 __all__ = ["BestFit", "FirstFit", "Grmu", "MaxCC", "MaxExpectedCC"]
@@ -61,24 +61,22 @@ def default_starts(cluster: Cluster, w: Workload) -> IntArray:
     return start
 
 
-def _candidates(cluster: Cluster, w: Workload) -> Iterator[tuple[GpuModel, IntArray, int, IntArray]]:
-    """Per model group: the model, the GPUs where ``w`` may go at its default start, its profile, the starts.
+def _candidates(cluster: Cluster, w: Workload) -> Iterator[tuple[Group, IntArray, int, IntArray]]:
+    """Per model group: the group, the GPUs where ``w`` may go at its default start, its profile, the starts.
 
     A GPU qualifies when :meth:`Cluster.legal` (every rule: free slots, per-profile
     maxima, ``+me``, host cpu and ram, allowed models) has the default start's bit set.
     """
     legal = cluster.legal(w)
-    for model, ks in cluster.groups:
-        p = cluster.profile_index(w, model)
+    for g in cluster.groups:
+        p = cluster.profile_index(w, g.model)
         if p is None:
             continue
-        # one model on the whole cluster: a slice instead of fancy indexing (no copies)
-        sel: slice | IntArray = slice(None) if len(ks) == len(legal) else ks
-        bits = legal[sel]
-        s = tables_for(model).default_start[cluster.mask[sel], p]
+        bits = legal[g.at]
+        s = g.tables.default_start[:, p].take(cluster.mask[g.at])
         ok = (s >= 0) & (((bits >> np.maximum(s, 0)) & 1) == 1)
         if ok.any():
-            yield model, ks[ok], p, s[ok]
+            yield g, g.ks[ok], p, s[ok]
 
 
 def best_gpu(cluster: Cluster, w: Workload, score: Score) -> Decision:
@@ -92,9 +90,9 @@ def best_gpu(cluster: Cluster, w: Workload, score: Score) -> Decision:
     value = np.full(len(cluster.mask), -np.inf)
     start = np.full(len(cluster.mask), NO_START, dtype=np.int64)
     found = False
-    for model, ks, p, s in _candidates(cluster, w):
-        after = cluster.mask[ks] | slot_masks(model)[p, s]
-        value[ks] = score(model, tables_for(model), p, after)
+    for g, ks, p, s in _candidates(cluster, w):
+        after = cluster.mask[ks] | slot_masks(g.model)[p].take(s)
+        value[ks] = score(g.model, g.tables, p, after)
         start[ks] = s
         found = True
     if not found:
@@ -168,7 +166,7 @@ class MaxExpectedCC(Policy):
             _, _, old = self._history.popleft()
             self._shares[old] -= 1
         # ECC of every state first (2**slots of them), then one lookup per GPU
-        ecc = {model.name: tables_for(model).capacity @ self._weights(model) for model, _ in cluster.groups}
+        ecc = {g.model.name: g.tables.capacity @ self._weights(g.model) for g in cluster.groups}
         decision = best_gpu(cluster, w, lambda model, t, p, after: ecc[model.name][after])
         if not self._history or self._history[-1][1] != w.id:  # a retry of the same request counts once
             self._history.append((now, w.id, str(w.profile)))  # an int profile is an -lgip id
@@ -251,10 +249,10 @@ class Grmu(Policy):
         self.capacity = {LIGHT: n - heavy_cap, HEAVY: heavy_cap}
         self.basket = np.where(cluster.mask != 0, LIGHT, POOL).astype(np.int64)
         if self.heavy is not None:
-            for model, ks in cluster.groups:
-                full = [i for i, p in enumerate(model.profiles) if p.memory_slots == model.slots]
-                holds = cluster.count[ks][:, full].sum(axis=1) > 0 if full else np.zeros(len(ks), bool)
-                self.basket[ks[holds]] = HEAVY
+            for g in cluster.groups:
+                full = [i for i, p in enumerate(g.model.profiles) if p.memory_slots == g.model.slots]
+                holds = cluster.count[g.ks][:, full].sum(axis=1) > 0 if full else np.zeros(len(g.ks), bool)
+                self.basket[g.ks[holds]] = HEAVY
         for basket in (HEAVY, LIGHT):
             if self.capacity[basket] > 0 and not (self.basket == basket).any():
                 free = np.flatnonzero(self.basket == POOL)
@@ -264,9 +262,9 @@ class Grmu(Policy):
     def _basket_of(self, cluster: Cluster, w: Workload) -> int:
         if self.heavy is None:
             return LIGHT
-        for model, _ in cluster.groups:
-            profile = cluster.instance.profile_on(w, model)
-            if profile is not None and profile.memory_slots == model.slots:
+        for g in cluster.groups:
+            profile = cluster.instance.profile_on(w, g.model)
+            if profile is not None and profile.memory_slots == g.model.slots:
                 return HEAVY
         return LIGHT
 
@@ -316,8 +314,8 @@ class Grmu(Policy):
     def defragment(self, cluster: Cluster) -> list[Move]:
         """Alg. 4: rearrange the most fragmented light GPU to its default placement; the moves made."""
         frag = np.full(len(cluster.mask), -1.0)
-        for model, ks in cluster.groups:
-            frag[ks] = tables_for(model).grmu[cluster.mask[ks]]
+        for g in cluster.groups:
+            frag[g.at] = g.tables.grmu.take(cluster.mask[g.at])
         frag[(self.basket != LIGHT) | (cluster.mask == 0)] = -1.0
         k = int(np.argmax(frag))
         if frag[k] <= 0:  # nothing stranded: a rearrangement would not let more profiles in
@@ -330,11 +328,11 @@ class Grmu(Policy):
     def consolidate(self, cluster: Cluster) -> list[Move]:
         """Alg. 5: pair half-full single-instance light GPUs so one fills and the other empties."""
         half = np.zeros(len(cluster.mask), dtype=bool)
-        for model, ks in cluster.groups:
-            lower = (1 << (model.slots // 2)) - 1
-            upper = model.full_mask & ~((1 << (model.slots - model.slots // 2)) - 1)
-            mask = cluster.mask[ks]
-            half[ks] = (mask == lower) | (mask == upper)
+        for g in cluster.groups:
+            lower = (1 << (g.model.slots // 2)) - 1
+            upper = g.model.full_mask & ~((1 << (g.model.slots - g.model.slots // 2)) - 1)
+            mask = cluster.mask[g.at]
+            half[g.at] = (mask == lower) | (mask == upper)
         half &= (self.basket == LIGHT) & (cluster.count.sum(axis=1) == 1)
         left = set(np.flatnonzero(half).tolist())
         moves = []

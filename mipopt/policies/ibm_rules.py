@@ -137,7 +137,7 @@ def _try_vacate(cluster: Cluster, k: int, targets: npt.NDArray[np.bool_]) -> Clu
     lands on a slot occupied at the start: no sequential migration.
     """
     inst = cluster.instance
-    lifted = [inst.workload(wid) for wid, (g, _) in cluster.placed.items() if cluster.position[g] == k]
+    lifted = _on(cluster, k)
     if any(w.pinned for w in lifted):
         return None
     ts = np.flatnonzero(targets)
@@ -244,7 +244,8 @@ def ibm_compaction(instance: Instance) -> Solution:
 
 
 def _on(cluster: Cluster, k: int) -> list[Workload]:
-    return [cluster.instance.workload(w) for w, (g, _) in cluster.placed.items() if cluster.position[g] == k]
+    """The workloads on GPU ``k`` now, in placement order."""
+    return [cluster.instance.workload(wid) for wid in cluster.on_gpu(k)]
 
 
 def min_gpus(instance: Instance, workloads: list[Workload] | tuple[Workload, ...]) -> int:

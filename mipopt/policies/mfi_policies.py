@@ -28,18 +28,15 @@ the id order for the IBM ones (as :mod:`mipopt.policies.ibm_baselines` reads the
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import numpy.typing as npt
 
 from mipopt.catalog import GpuModel
 from mipopt.geometry import tables_for
 from mipopt.instance import Workload
-from mipopt.policies.cluster import Cluster
+from mipopt.policies.cluster import Cluster, preferred_starts
 from mipopt.policies.ibm_rules import _choose as _ibm_choose
 from mipopt.policies.online import Decision, Policy, register
-from mipopt.preprocess.partitions import preference_order
 
 __all__ = [
     "BestFitBestIndex",
@@ -53,17 +50,7 @@ __all__ = [
 ]
 
 _NONE = -1
-
-
-@lru_cache(maxsize=64)
-def _best_index_table(model: GpuModel) -> npt.NDArray[np.int64]:
-    """``[p, bits]``: the first start of ``p``'s preference order among the set ``bits``, or -1."""
-    table = np.full((len(model.profiles), 1 << model.slots), _NONE, dtype=np.int64)
-    bits = np.arange(1 << model.slots, dtype=np.int64)
-    for i, profile in enumerate(model.profiles):
-        for s in reversed(preference_order(model, profile)):  # earlier starts overwrite later ones
-            table[i] = np.where(bits >> s & 1, s, table[i])
-    return table
+_NO_FIT = np.iinfo(np.int64).max  # MFI's increase on a GPU where the profile does not fit
 
 
 def best_index(model: GpuModel, p: int, bits: npt.ArrayLike) -> npt.NDArray[np.int64]:
@@ -79,35 +66,32 @@ def best_index(model: GpuModel, p: int, bits: npt.ArrayLike) -> npt.NDArray[np.i
     6, 4, 5, 0, 1, 2, 3), and takes its first legal start. The paper calls the
     policy static, which rules out a state-dependent rule such as the driver's CC.
     """
-    return _best_index_table(model)[p, np.asarray(bits, dtype=np.int64)]
+    return preferred_starts(model)[p, np.asarray(bits, dtype=np.int64)]
 
 
 def _own_profile(cluster: Cluster, w: Workload) -> npt.NDArray[np.int64]:
     """Per GPU, the position of ``w``'s profile on the GPU's model (-1 where it cannot run)."""
     p = np.full(len(cluster.mask), _NONE, dtype=np.int64)
-    for model, ks in cluster.groups:
-        index = cluster.profile_index(w, model)
+    for g in cluster.groups:
+        index = cluster.profile_index(w, g.model)
         if index is not None:
-            p[ks] = index
+            p[g.at] = index
     return p
 
 
 def _enough_resources(cluster: Cluster, w: Workload) -> npt.NDArray[np.bool_]:
     """Per GPU: at least ``w``'s memory slots and compute slices free (anywhere), and host room for it."""
     ok = np.zeros(len(cluster.mask), dtype=bool)
-    host_ok = (cluster.cpu + w.cpu <= cluster.cpu_cap + 1e-9) & (
-        cluster.ram + w.ram_gb <= cluster.ram_cap + 1e-9
-    )
-    for model, ks in cluster.groups:
-        p = cluster.profile_index(w, model)
+    room = cluster.host_room(w)
+    for g in cluster.groups:
+        p = cluster.profile_index(w, g.model)
         if p is None:
             continue
-        prof = model.profiles[p]
-        computes = np.array([q.compute for q in model.profiles], dtype=np.int64)
-        free_compute = model.compute_slices - cluster.count[ks, : len(computes)] @ computes
-        free_memory = tables_for(model).free_slots[cluster.mask[ks]]
-        ok[ks] = (
-            (free_memory >= prof.memory_slots) & (free_compute >= prof.compute) & host_ok[cluster.host[ks]]
+        prof = g.model.profiles[p]
+        free_compute = g.model.compute_slices - cluster.compute[g.at]
+        free_memory = g.tables.free_slots.take(cluster.mask[g.at])
+        ok[g.at] = (
+            (free_memory >= prof.memory_slots) & (free_compute >= prof.compute) & room[cluster.host[g.at]]
         )
     return ok
 
@@ -221,9 +205,9 @@ class _FitBestIndex(Policy):
             return None
         p = _own_profile(cluster, w)
         left = np.zeros(len(cluster.mask), dtype=np.int64)
-        for model, ks in cluster.groups:
-            sizes = np.array([q.memory_slots for q in model.profiles] + [0], dtype=np.int64)
-            left[ks] = tables_for(model).free_slots[cluster.mask[ks]] - sizes[p[ks]]
+        for g in cluster.groups:
+            sizes = np.array([q.memory_slots for q in g.model.profiles] + [0], dtype=np.int64)
+            left[g.at] = g.tables.free_slots.take(cluster.mask[g.at]) - sizes[p[g.at]]
         key = -left[fits] if self.worst else left[fits]
         k = int(fits[np.argmin(key)])  # argmin: the first, lowest position, among equals
         if not legal[k]:
@@ -276,18 +260,19 @@ class MinimumFragmentationIncrement(Policy):
 
     def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
         legal = cluster.legal(w)
-        p = _own_profile(cluster, w)
-        inc = np.full(len(cluster.mask), np.iinfo(np.int64).max, dtype=np.int64)
-        start = np.full(len(cluster.mask), _NONE, dtype=np.int64)
-        for model, ks in cluster.groups:
-            fit = ks[legal[ks] != 0]
-            if fit.size == 0:
-                continue
-            tables = tables_for(model)
-            inc[fit] = tables.frag_increment[cluster.mask[fit], p[fit]]
-            start[fit] = tables.min_frag_start[cluster.mask[fit], p[fit]]
-        k = int(np.argmin(inc))
-        return (k, int(start[k])) if legal[k] else None
+        inc = np.full(len(cluster.mask), _NO_FIT, dtype=np.int64)
+        for g in cluster.groups:
+            p = cluster.profile_index(w, g.model)
+            if p is not None:
+                group_inc = g.tables.frag_increment[:, p].take(cluster.mask[g.at])
+                inc[g.at] = np.where(legal[g.at] != 0, group_inc, _NO_FIT)
+        k = int(np.argmin(inc))  # the first minimum: ties go to the lowest position
+        if not legal[k]:
+            return None
+        model = cluster.model(k)
+        p = cluster.profile_index(w, model)
+        assert p is not None
+        return k, int(tables_for(model).min_frag_start[cluster.mask[k], p])
 
 
 # --- IBM WPM paper

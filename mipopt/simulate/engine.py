@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mipopt.geometry import tables_for
 from mipopt.instance import Instance, Status, Termination
 from mipopt.policies.cluster import MOVE_KINDS, Cluster
 from mipopt.policies.online import Policy
@@ -75,7 +74,7 @@ class SimulationResult:
 
 
 class _State:
-    """Counters the series samples, and the constant per-GPU data it needs."""
+    """Counters the series samples, and the cluster's totals it needs."""
 
     def __init__(self, trace: Trace, instance: Instance, cluster: Cluster) -> None:
         self.profiles = sorted({r.profile for r in trace.requests})
@@ -83,27 +82,24 @@ class _State:
         self.accepted: Counter[str] = Counter()
         self.dropped = 0
         gpus = instance.gpus
-        self.slots = np.array([g.model.slots for g in gpus])
-        self.compute = np.array([g.model.compute_slices for g in gpus])
+        self.slots = sum(g.model.slots for g in gpus)
+        self.compute_slices = sum(g.model.compute_slices for g in gpus)
         self.host_weight = np.array([h.weight for h in instance.hosts])
         self.n_hosts = len(instance.hosts)
-        self.compute_of = {m.name: np.array([p.compute for p in m.profiles]) for m, _ in cluster.groups}
         self.cluster = cluster
 
     def sample(self, now: float, queue: int) -> dict[str, Any]:
         c = self.cluster
         active = c.active
         hosts_on = np.bincount(c.host[active], minlength=self.n_hosts)
-        used_slots = used_compute = 0
+        used_slots = 0
         fbk = grmu = 0.0
-        for model, ks in c.groups:
-            t = tables_for(model)
-            masks = c.mask[ks]
-            used_slots += int((model.slots - t.free_slots[masks]).sum())
-            used_compute += int((c.count[ks, : len(model.profiles)] @ self.compute_of[model.name]).sum())
-            on = masks != 0
-            fbk += float(t.fbk[masks[on]].sum())
-            grmu += float(t.grmu[masks[on]].sum())
+        for g in c.groups:
+            masks = c.mask[g.at]
+            used_slots += int((g.model.slots - g.tables.free_slots.take(masks)).sum())
+            busy = masks[masks != 0]
+            fbk += float(g.tables.fbk.take(busy).sum())
+            grmu += float(g.tables.grmu.take(busy).sum())
         n_active = int(active.sum())
         row: dict[str, Any] = {
             "time": now,
@@ -114,8 +110,8 @@ class _State:
             "active_hosts": int((hosts_on > 0).sum()),
             "active_gpus": n_active,
             "hardware": float((self.host_weight * ((hosts_on > 0) + hosts_on)).sum()),
-            "memory_utilization": used_slots / int(self.slots.sum()),
-            "compute_utilization": used_compute / int(self.compute.sum()),
+            "memory_utilization": used_slots / self.slots,
+            "compute_utilization": int(c.compute.sum()) / self.compute_slices,
             "fragmentation_fbk": fbk / n_active if n_active else 0.0,
             "fragmentation_grmu": grmu / n_active if n_active else 0.0,
             **{f"moves_{k}": c.moves[k] for k in MOVE_KINDS},
@@ -211,9 +207,12 @@ def simulate(
 
     while events:
         now, kind, _, wid = heapq.heappop(events)
-        while now >= next_sample:
-            rows.append(state.sample(next_sample, len(queue)))
-            next_sample += bucket
+        if now >= next_sample:
+            # Buckets without events between them all sample the same state.
+            row = state.sample(next_sample, len(queue))
+            while now >= next_sample:
+                rows.append({**row, "time": next_sample})
+                next_sample += bucket
         if kind == _DEPART:
             policy.depart(cluster, workloads[wid], now)
             if queue:
