@@ -7,8 +7,10 @@ strategies share no code with the placement methods they feed.
 
 from __future__ import annotations
 
+import csv
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
@@ -162,3 +164,34 @@ def capped_a100(workloads: int) -> Instance:
     for k in range(workloads):
         b.add_workload(f"w{k}", "1g.5gb")
     return b.build()
+
+
+# ---------------------------------------------------------------- Alibaba trace files (synthetic)
+
+ALIBABA_NODE_HEADER = ["sn", "cpu_milli", "memory_mib", "gpu", "model"]
+ALIBABA_POD_HEADER = [
+    "name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
+    "creation_time", "deletion_time", "scheduled_time",
+]  # fmt: skip
+
+
+def write_alibaba_csvs(
+    root: Path, nodes: list[tuple[str, int]], pods: list[tuple[str, int, int, int, int]]
+) -> Path:
+    """Write the two files of the Alibaba GPU trace 2023 that mipopt reads, with their real columns.
+
+    ``nodes``: (name, GPUs); ``pods``: (name, num_gpu, gpu_milli, creation_time, deletion_time),
+    in seconds. Every node has 96 cores and 768 GiB, every pod asks 4 cores and 8 GiB.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "openb_node_list_gpu_node.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(ALIBABA_NODE_HEADER)
+        writer.writerows([name, 96000, 786432, gpus, "G2"] for name, gpus in nodes)
+    with (root / "openb_pod_list_default.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(ALIBABA_POD_HEADER)
+        writer.writerows(
+            [name, 4000, 8192, n, milli, "", "LS", "Running", t0, t1, t0] for name, n, milli, t0, t1 in pods
+        )
+    return root

@@ -31,7 +31,7 @@ def _sources() -> dict[str, Callable[..., Trace]]:
 
     return {
         name: getattr(workloads, attr)
-        for name, attr in (("fbk", "fbk_trace"), ("poisson", "poisson_trace"), ("alibaba", "alibaba_trace"))
+        for name, attr in (("fbk", "fbk_trace"), ("poisson", "poisson_stream"), ("alibaba", "alibaba_trace"))
         if hasattr(workloads, attr)
     }
 

@@ -10,7 +10,8 @@ name an instance or trace by its arguments alone.
   workloads worth about 60 % of the cluster's compute.
 * :func:`fbk_trace`: the MFI paper's online set-up (section VI): one request per slot,
   profiles from Table II, lifetimes uniform in [1, T], metrics against GPU demand.
-* :func:`poisson_trace`: Poisson arrivals at a chosen offered load, any mix and cluster.
+* :func:`poisson_trace`: Poisson arrivals at a chosen offered load, any mix and cluster;
+  :func:`poisson_stream` builds one from plain options (``mipopt simulate --workload poisson:...``).
 * :func:`alibaba_trace`: the Alibaba GPU trace 2023 mapped to MIG as in the GRMU paper
   (section 8.1); :func:`alibaba_summary` counts it and its peak load.
 """
@@ -18,7 +19,7 @@ name an instance or trace by its arguments alone.
 from mipopt.workloads.alibaba import alibaba_summary, alibaba_trace
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
 from mipopt.workloads.ibm import ibm_instance
-from mipopt.workloads.poisson import poisson_trace
+from mipopt.workloads.poisson import poisson_stream, poisson_trace
 
 __all__ = [
     "FBK_DISTRIBUTIONS",
@@ -26,5 +27,6 @@ __all__ = [
     "alibaba_trace",
     "fbk_trace",
     "ibm_instance",
+    "poisson_stream",
     "poisson_trace",
 ]

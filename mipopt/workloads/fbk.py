@@ -21,7 +21,7 @@ from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.instance import InstanceBuilder
 from mipopt.simulate.trace import Request, Trace
 
-__all__ = ["FBK_DISTRIBUTIONS", "fbk_trace"]
+__all__ = ["FBK_DISTRIBUTIONS", "fbk_trace", "table_ii_mix"]
 
 Distribution = Literal["uniform", "skew-small", "skew-big", "bimodal"]
 
@@ -169,6 +169,19 @@ def fbk_trace(
             "profile_counts": {p.name: int(c) for p, c in zip(profiles, counts, strict=True)},
         },
     )
+
+
+def table_ii_mix(model: GpuModel, distribution: str) -> dict[str, float]:
+    """A column of Table II as profile name of ``model`` -> probability.
+
+    Raises
+    ------
+    ValueError
+        On an unknown distribution or a model without the six A100-like profiles.
+    """
+    if distribution not in FBK_DISTRIBUTIONS:
+        raise ValueError(f"distribution must be one of {sorted(FBK_DISTRIBUTIONS)}, got {distribution!r}")
+    return {p.name: q for p, q in zip(_table_profiles(model), FBK_DISTRIBUTIONS[distribution], strict=True)}
 
 
 def _table_profiles(model: GpuModel) -> list[Profile]:

@@ -1,16 +1,26 @@
-"""Poisson request streams at a chosen offered load, for any cluster and profile mix."""
+"""Poisson request streams at a chosen offered load, for any cluster and profile mix.
+
+:func:`poisson_trace` takes a cluster and a mix as Python objects; :func:`poisson_stream`
+takes what a workload spec can say (``mipopt simulate --workload poisson:gpus=16,load=0.9``):
+a number of GPUs of one model or an instance file's hosts and GPUs, and a mix named after a
+column of the MFI paper's Table II or written ``profile:weight;profile:weight``.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
-from mipopt.instance import Instance
+from mipopt.catalog import get_model
+from mipopt.instance import Instance, InstanceBuilder
 from mipopt.simulate.trace import Request, Trace
+from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, table_ii_mix
 
-__all__ = ["poisson_trace"]
+__all__ = ["poisson_stream", "poisson_trace"]
 
 Lifetime = Literal["exponential", "uniform"]
 
@@ -124,6 +134,90 @@ def poisson_trace(
             "capacity_slots": capacity,
         },
     )
+
+
+def poisson_stream(
+    *,
+    seed: int,
+    gpus: int = 16,
+    model: str = "A100-80GB",
+    gpus_per_host: int = 8,
+    cluster: str | None = None,
+    load: float = 0.8,
+    mix: str = "uniform",
+    mean_lifetime: float = 10.0,
+    horizon: float = 200.0,
+    lifetime: Lifetime = "exponential",
+) -> Trace:
+    """:func:`poisson_trace` from plain options: the ``poisson`` workload of ``mipopt simulate``.
+
+    Parameters
+    ----------
+    seed
+        Seed of the generator.
+    gpus, model, gpus_per_host
+        The cluster: ``gpus`` GPUs of ``model``, ``gpus_per_host`` to a host (the last
+        host holds the remainder); hosts have no cpu or ram limits.
+    cluster
+        Path of an instance JSON file whose hosts and GPUs are the cluster instead
+        (its workloads are ignored); ``gpus``, ``model`` and ``gpus_per_host`` then do
+        not apply.
+    load, mean_lifetime, horizon, lifetime
+        As in :func:`poisson_trace` (hours).
+    mix
+        A column of Table II (``uniform``, ``skew-small``, ``skew-big``, ``bimodal``)
+        on the cluster's first GPU model, or ``profile:weight;profile:weight``.
+
+    Raises
+    ------
+    ValueError
+        Naming the option, the rule and the bad value.
+    """
+    if cluster is not None:
+        from mipopt.io import load_instance
+
+        instance = load_instance(Path(cluster))
+    else:
+        for label, value in (("gpus", gpus), ("gpus_per_host", gpus_per_host)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{label} must be an integer of at least 1, got {value!r}")
+        gpu_model = get_model(str(model))
+        b = InstanceBuilder(f"{gpus}x{gpu_model.name}")
+        n_hosts = math.ceil(gpus / gpus_per_host)
+        width = max(3, len(str(n_hosts - 1)))
+        for j in range(n_hosts):
+            hid = f"h{j:0{width}d}"
+            count = min(gpus_per_host, gpus - j * gpus_per_host)
+            b.add_host(hid, {f"{hid}-g{k}": gpu_model.name for k in range(count)})
+        instance = b.build()
+    return poisson_trace(
+        instance,
+        load=load,
+        mix=_mix(instance, str(mix)),
+        mean_lifetime=mean_lifetime,
+        horizon=horizon,
+        seed=seed,
+        lifetime=lifetime,
+    )
+
+
+def _mix(cluster: Instance, text: str) -> dict[str, float]:
+    """A mix option: a Table II column name, or ``profile:weight;profile:weight``."""
+    if text in FBK_DISTRIBUTIONS:
+        if not cluster.gpus:
+            raise ValueError("cluster: has no GPUs")
+        return table_ii_mix(cluster.gpus[0].model, text)
+    out: dict[str, float] = {}
+    for item in filter(None, text.split(";")):
+        name, sep, weight = item.partition(":")
+        try:
+            out[name.strip()] = float(weight) if sep else 1.0
+        except ValueError:
+            raise ValueError(f"mix: weight {weight!r} of {name!r} is not a number") from None
+    if not out:
+        known = ", ".join(sorted(FBK_DISTRIBUTIONS))
+        raise ValueError(f"mix must be one of {known} or profile:weight;profile:weight, got {text!r}")
+    return out
 
 
 def _memory_slots(cluster: Instance, profile: str) -> int:
