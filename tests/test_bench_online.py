@@ -1,0 +1,147 @@
+"""Smoke test of benchmarks/bench_online.py at tiny sizes, into a tmp dir, on a synthetic Alibaba trace."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "bench_online.py"
+COMMITTED = [ROOT / "benchmarks" / "results" / "online.csv", ROOT / "benchmarks" / "README.md"]
+
+COLUMNS = [
+    "commit", "date", "machine", "python", "numpy", "measurement", "policy", "method", "workload", "gpus",
+    "requests", "runs", "repeats", "timed_fraction", "time_s", "min_time_s", "runtime_s", "ratio", "target_s",
+    "decisions_checked", "mismatches", "acceptance", "seed",
+]  # fmt: skip
+POLICIES = ["ff", "mfi", "grmu", "adapter(mfi)"]
+LOOPED = {"ff", "mfi"}
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def _write(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _alibaba_dir(root: Path) -> Path:
+    """Three hosts (8 + 2 + 1 GPUs) and 40 pods of every GPU share, overlapping in time."""
+    root.mkdir()
+    _write(
+        root / "openb_node_list_gpu_node.csv",
+        ["sn", "cpu_milli", "memory_mib", "gpu", "model"],
+        [["n0", 96000, 786432, 8, "G2"], ["n1", 64000, 262144, 2, "P100"], ["n2", 32000, 131072, 1, "T4"]],
+    )
+    shares = [0, 100, 200, 300, 500, 1000]
+    _write(
+        root / "openb_pod_list_default.csv",
+        ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time"],
+        [[f"p{i}", 2000, 4096, 1, shares[i % 6], 1000 + 600 * i, 1000 + 600 * i + 7200 * (1 + i % 5)] for i in range(40)],
+    )  # fmt: skip
+    return root
+
+
+def _run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--out-dir", str(out), "--readme", str(out / "README.md"), *args],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _bench() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_online", SCRIPT)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up there
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_online_benchmark_small(tmp_path: Path) -> None:
+    before = [_digest(p) for p in COMMITTED]
+    alibaba = _alibaba_dir(tmp_path / "alibaba")
+    out = tmp_path / "out"
+    # The loop replays the first 15 of the 40 Alibaba requests and 1 of the 2 FBK runs.
+    _run(
+        out,
+        "--alibaba", str(alibaba), "--policies", *POLICIES, "--repeats", "1", "--loop-requests", "15",
+        "--decision-gpus", "40", "--decision-repeats", "1", "--decision-loop-repeats", "1",
+        "--fbk-runs", "2", "--fbk-gpus", "8", "--loop-runs", "1",
+    )  # fmt: skip
+    with (out / "online.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == COLUMNS
+        rows = list(reader)
+
+    expected = [("decision", "mfi", "tables"), ("decision", "mfi", "python-loop")]
+    for part in ("alibaba", "fbk"):
+        for policy in POLICIES:
+            expected.append((part, policy, "tables"))
+            if policy in LOOPED:
+                expected.append((part, policy, "python-loop"))
+    assert [(r["measurement"], r["policy"], r["method"]) for r in rows] == expected
+
+    by = {(r["measurement"], r["policy"], r["method"]): r for r in rows}
+    for (part, policy, method), row in by.items():
+        assert float(row["time_s"]) > 0 and float(row["target_s"]) > 0
+        looped = part == "decision" or policy in LOOPED
+        # The loop and the tables made the same decisions, on every decision compared.
+        assert row["mismatches"] == ("0" if looped else "")
+        assert (int(row["decisions_checked"]) > 0) if looped else row["decisions_checked"] == ""
+        assert (row["ratio"] != "") == (looped and method == "tables")
+    assert by[("decision", "mfi", "tables")]["gpus"] == "40"
+    assert by[("decision", "mfi", "python-loop")]["decisions_checked"] == "6"  # one per base profile
+    # 40 pods on 11 GPUs: every pod's share maps to a profile and all are kept
+    ali = by[("alibaba", "mfi", "python-loop")]
+    assert (ali["gpus"], ali["requests"], ali["timed_fraction"]) == ("11", "15", f"{15 / 40:.6g}")
+    assert ali["decisions_checked"] == "15"
+    assert by[("alibaba", "mfi", "tables")]["requests"] == "40"
+    fbk = by[("fbk", "ff", "python-loop")]
+    assert (fbk["runs"], fbk["timed_fraction"]) == ("1", "0.5")
+    assert by[("fbk", "ff", "tables")]["runs"] == "2"
+    assert 0 < float(by[("fbk", "mfi", "tables")]["acceptance"]) <= 1
+
+    readme = (out / "README.md").read_text()
+    begin, end = readme.index("<!-- online:begin -->"), readme.index("<!-- online:end -->")
+    table = [line for line in readme[begin:end].splitlines() if line.startswith("| ")]
+    assert len(table) == 2 + 1 + 2 * len(POLICIES)  # header, rule, decision, one line per (part, policy)
+    assert "extrapolated from the first 15 of 40 requests" in readme
+    assert "extrapolated from 1 of 2 runs" in readme
+
+    assert [_digest(p) for p in COMMITTED] == before
+
+
+def test_missing_alibaba_trace_is_skipped(tmp_path: Path) -> None:
+    done = _run(tmp_path, "--parts", "alibaba", "--alibaba", str(tmp_path / "nowhere"))
+    assert "alibaba: skipped" in done.stderr
+    with (tmp_path / "online.csv").open(newline="") as fh:
+        assert list(csv.DictReader(fh)) == []
+
+
+def test_a_disagreement_stops_the_run() -> None:
+    bench = _bench()
+    same = [("a", (0, 1)), ("b", None)]
+    assert bench.check_same("x", same, list(same)) == 2
+    with pytest.raises(
+        bench.DecisionsDiffer, match=r"x: decision 1 differs: .*'b', None.* python loop .*'b', \(2, 0\)"
+    ):
+        bench.check_same("x", same, [("a", (0, 1)), ("b", (2, 0))])
