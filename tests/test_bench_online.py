@@ -12,6 +12,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.factories import write_alibaba_csvs
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "bench_online.py"
 COMMITTED = [ROOT / "benchmarks" / "results" / "online.csv", ROOT / "benchmarks" / "README.md"]
@@ -29,28 +31,13 @@ def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
-def _write(path: Path, header: list[str], rows: list[list[object]]) -> None:
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
 def _alibaba_dir(root: Path) -> Path:
     """Three hosts (8 + 2 + 1 GPUs) and 40 pods of every GPU share, overlapping in time."""
-    root.mkdir()
-    _write(
-        root / "openb_node_list_gpu_node.csv",
-        ["sn", "cpu_milli", "memory_mib", "gpu", "model"],
-        [["n0", 96000, 786432, 8, "G2"], ["n1", 64000, 262144, 2, "P100"], ["n2", 32000, 131072, 1, "T4"]],
-    )
     shares = [0, 100, 200, 300, 500, 1000]
-    _write(
-        root / "openb_pod_list_default.csv",
-        ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time"],
-        [[f"p{i}", 2000, 4096, 1, shares[i % 6], 1000 + 600 * i, 1000 + 600 * i + 7200 * (1 + i % 5)] for i in range(40)],
-    )  # fmt: skip
-    return root
+    pods = [
+        (f"p{i}", 1, shares[i % 6], 1000 + 600 * i, 1000 + 600 * i + 7200 * (1 + i % 5)) for i in range(40)
+    ]
+    return write_alibaba_csvs(root, [("n0", 8), ("n1", 2), ("n2", 1)], pods)
 
 
 def _run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
