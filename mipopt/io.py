@@ -72,7 +72,9 @@ def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool) -> N
     """Write through ``write(file)`` to a temporary file beside ``path``, then rename it into place.
 
     A path that exists and is not a regular file (``/dev/null``, a pipe) is written in place:
-    renaming over it would replace the device with a file.
+    renaming over it would replace the device with a file. The file gets the permissions of
+    the file it replaces, or of a new file under the process's umask (``mkstemp`` alone
+    would leave it readable by its owner only).
     """
     if path.exists() and not path.is_file() and not path.is_dir():
         with open(path, "w", encoding="utf-8", newline="") if text else open(path, "wb") as fh:
@@ -85,10 +87,17 @@ def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool) -> N
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb") as fh:
             write(fh)
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask
 
 
 def write_solution(path: str | Path, solution: Solution) -> None:

@@ -253,6 +253,20 @@ def test_write_json_replaces_atomically(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 
+def test_written_files_get_ordinary_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "new.json", {"a": 1})
+        kept = tmp_path / "kept.json"
+        kept.write_text("{}")
+        kept.chmod(0o640)
+        write_json(kept, {"a": 2})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o644  # not mkstemp's 0o600
+    assert kept.stat().st_mode & 0o777 == 0o640  # a replaced file keeps its mode
+
+
 def test_write_json_failure_keeps_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "out.json"
     path.write_text('{"old": true}\n')
