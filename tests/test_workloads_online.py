@@ -253,6 +253,24 @@ def test_alibaba_load_controls(trace_dir: Path) -> None:
     assert bare.cluster.hosts[0].cpu is None and bare.requests[0].cpu == 0.0
 
 
+def test_alibaba_gpus_per_host_and_duration_scale(trace_dir: Path) -> None:
+    base = alibaba_trace(trace_dir)
+    one = alibaba_trace(trace_dir, gpus_per_host=1)
+    # nodes of 8, 2 and 1 GPUs keep their first GPU each; hosts keep their cpu and ram
+    assert [h.gpus for h in one.cluster.hosts] == [("n0-g0",), ("n1-g0",), ("n2-g0",)]
+    assert [h.cpu for h in one.cluster.hosts] == [h.cpu for h in base.cluster.hosts]
+    assert [len(h.gpus) for h in alibaba_trace(trace_dir, gpus_per_host=2).cluster.hosts] == [2, 2, 1]
+    assert one.requests == base.requests and one.meta["gpus_per_host"] == 1
+    # every pod lives one hour: 3600 reads those seconds as hours; arrivals stay
+    long = alibaba_trace(trace_dir, duration_scale=3600)
+    assert [r.arrival for r in long.requests] == [r.arrival for r in base.requests]
+    assert all(r.duration == pytest.approx(3600.0) for r in long.requests)
+    assert long.cluster == base.cluster and long.name.endswith("-d3600")
+    for bad in ({"gpus_per_host": 0}, {"gpus_per_host": 1.5}, {"duration_scale": 0}):
+        with pytest.raises(ValueError, match="must be"):
+            alibaba_trace(trace_dir, **bad)  # type: ignore[arg-type]
+
+
 def test_alibaba_errors_name_file_and_column(trace_dir: Path) -> None:
     pod_file = trace_dir / "openb_pod_list_default.csv"
     rows = list(csv.reader(pod_file.open()))

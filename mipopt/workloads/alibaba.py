@@ -8,7 +8,7 @@ from a directory holding ``openb_node_list_gpu_node.csv`` and ``openb_pod_list_d
 The GRMU paper's mapping (section 8.1, Eqs. 27-30), as implemented here:
 
 1. Every GPU node becomes a host of A100-40GB GPUs, as many as its ``gpu`` column
-   (1,213 hosts). Hosts keep the node's cpu (``cpu_milli / 1000``) and ram
+   (1,213 hosts; ``gpus_per_host`` caps it). Hosts keep the node's cpu (``cpu_milli / 1000``) and ram
    (``memory_mib / 1024`` GB), pods theirs, unless ``resources=False``.
 2. Arrival-time outliers are removed by the IQR rule: with Q1, Q3 the 25th and 75th
    percentiles of ``creation_time`` over all pods of the list, pods outside
@@ -65,6 +65,8 @@ def alibaba_trace(
     departures: bool = True,
     seed: int = 0,
     resources: bool = True,
+    gpus_per_host: int | None = None,
+    duration_scale: float = 1.0,
 ) -> Trace:
     """Read the Alibaba GPU trace 2023 from ``path`` and map it to MIG requests (GRMU section 8.1).
 
@@ -72,7 +74,7 @@ def alibaba_trace(
     ``deletion_time`` (the trace's end of the pod, whatever its phase); times are in
     hours from the first arrival kept.
 
-    The raw timestamps load the cluster lightly, hence three load controls:
+    The raw timestamps load the cluster lightly, hence five load controls:
 
     * ``compress``: inter-arrival times are divided by it (durations unchanged), so the
       offered load is multiplied by it and the arrivals span ``1 / compress`` of the
@@ -81,6 +83,13 @@ def alibaba_trace(
       hosts)`` hosts (at least one), in their order; all workloads stay.
     * ``departures=False``: workloads never leave (departure = infinity), the cluster
       only fills.
+    * ``duration_scale``: durations are multiplied by it (arrivals unchanged), so the
+      offered load is multiplied by it on the trace's own time axis (unlike ``compress``,
+      hourly series and intervals in hours keep their meaning); 3600 reads the trace's
+      seconds of lifetime as hours.
+    * ``gpus_per_host``: each node keeps at most this many of its GPUs (the first
+      ones); 1 reads section 8.1's "each GPU mapped to an NVIDIA A100" as one A100 per
+      node (1,213 GPUs instead of 6,212).
 
     Parameters
     ----------
@@ -96,6 +105,10 @@ def alibaba_trace(
         Seed of the host sample.
     resources
         Whether hosts and workloads keep their cpu and ram (False: GPUs only).
+    gpus_per_host
+        At most this many GPUs per host, at least 1; None keeps every GPU of the node.
+    duration_scale
+        Factor multiplying durations, positive.
 
     Returns
     -------
@@ -115,6 +128,12 @@ def alibaba_trace(
         raise ValueError(f"compress must be a positive finite number, got {compress!r}")
     if not 0 < host_fraction <= 1:
         raise ValueError(f"host_fraction must be in (0, 1], got {host_fraction!r}")
+    if not duration_scale > 0 or duration_scale == math.inf:
+        raise ValueError(f"duration_scale must be a positive finite number, got {duration_scale!r}")
+    if gpus_per_host is not None and (
+        isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or gpus_per_host < 1
+    ):
+        raise ValueError(f"gpus_per_host must be a whole number >= 1 or None, got {gpus_per_host!r}")
     root = Path(path)
     nodes = _read(root / NODE_FILE, _NODE_COLUMNS)
     pods = _read(root / POD_FILE, _POD_COLUMNS)
@@ -150,7 +169,7 @@ def alibaba_trace(
     arrival_s = created[keep]
     duration_s = np.maximum(deleted[keep] - arrival_s, _MIN_DURATION_S)
     arrival_h = (arrival_s - arrival_s.min()) / _HOUR_S / compress
-    duration_h = duration_s / _HOUR_S
+    duration_h = duration_s / _HOUR_S * duration_scale
     # Stable order by arrival, ties in file order.
     rank = np.argsort(arrival_h, kind="stable")
     requests = tuple(
@@ -187,12 +206,15 @@ def alibaba_trace(
         sn = nodes["sn"][j]
         b.add_host(
             sn,
-            {f"{sn}-g{k}": _MODEL for k in range(int(gpu_count[j]))},
+            {f"{sn}-g{k}": _MODEL for k in range(int(min(gpu_count[j], gpus_per_host or gpu_count[j])))},
             cpu=float(node_cpu[j]) if resources else None,
             ram_gb=float(node_ram[j]) if resources else None,
         )
     return Trace(
-        name=f"alibaba-gpu-v2023-x{compress:g}" + (f"-hosts{host_fraction:g}" if host_fraction < 1 else ""),
+        name=f"alibaba-gpu-v2023-x{compress:g}"
+        + (f"-hosts{host_fraction:g}" if host_fraction < 1 else "")
+        + (f"-gpus{gpus_per_host}" if gpus_per_host is not None else "")
+        + (f"-d{duration_scale:g}" if duration_scale != 1 else ""),
         cluster=b.build(),
         requests=requests,
         time_unit="h",
@@ -204,6 +226,8 @@ def alibaba_trace(
             "departures": departures,
             "seed": seed,
             "resources": resources,
+            "gpus_per_host": gpus_per_host,
+            "duration_scale": duration_scale,
             "pods": len(names),
             "dropped_outliers": int((~inlier).sum()),
             "dropped_multi_gpu": int((inlier & ~single).sum()),
