@@ -1,0 +1,336 @@
+"""The graph planner: rounds from a dependency graph, cycles broken by parking or, failing that, draining.
+
+Semantics ``create-first`` (the default; the IBM paper's non-disruptive migration): a move
+creates its target instance before it destroys its source, so while it runs the workload
+holds both. Move (or create) A **waits for** move B when A's target slots overlap B's
+source slots on one GPU: B must have left before A can be created. These waits form a
+directed graph (networkx). Without cycles, a move can run in the round after the last
+move it waits for, and the rounds are the graph's layers (longest path).
+
+A **cycle** of waits (two 3g instances swapping starts, a ring across GPUs, or a move onto
+its own slots) cannot run as it stands. It is broken by *parking*: some workloads of the
+cycle first move to free space (slots free now that no move needs later), which frees their
+sources; they go on to their targets in a later round. The parked set is a minimum feedback
+vertex set of the cycle's strongly connected component (exact by enumeration for
+components of up to ``EXACT_FVS_NODES`` moves, greedy above), ties broken by less memory
+moved. A workload of that set for which no free space exists is **drained** instead
+(destroyed, then restored at its target: a disruptive move) and named in the plan.
+
+Rules the graph does not see (per-profile limits, the one ``+me`` set, host cpu and ram
+while a workload is held twice) are checked when a round is filled: each round takes, in
+order of the longest chain of waits behind them, every pending move whose target fits the
+round's largest state. If none fits, one more workload is parked (or drained).
+
+Semantics ``destroy-first``: every move is drained and restored in a single round (all
+sources are destroyed, then every target is created): one round, every move disruptive.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+import networkx as nx
+
+from mipopt.catalog import Profile
+from mipopt.instance import Instance
+from mipopt.migrate.plan import Create, Drain, Move, Round, Semantics, Spot
+
+__all__ = ["EXACT_FVS_NODES", "Occupancy", "graph_rounds", "move_kind"]
+
+#: Largest strongly connected component whose minimum feedback vertex set is found by enumeration.
+EXACT_FVS_NODES = 12
+
+
+def move_kind(instance: Instance, source: Spot, target: Spot) -> str:
+    """``intra_gpu``, ``inter_gpu`` (same host) or ``inter_host``."""
+    if source[0] == target[0]:
+        return "intra_gpu"
+    if instance.gpu(source[0]).host == instance.gpu(target[0]).host:
+        return "inter_gpu"
+    return "inter_host"
+
+
+class Occupancy:
+    """The instances held on the cluster, with every rule a state must obey.
+
+    A workload may hold two instances at once (a move in progress), so instances are
+    counted per (workload, spot). Compute slices are not tracked: the catalog refuses
+    models whose non-overlapping placements could exceed them.
+    """
+
+    def __init__(self, instance: Instance, held: Iterable[tuple[str, Spot]] = ()) -> None:
+        self.instance = instance
+        self.mask: Counter[str] = Counter()  # GPU id -> occupied slot bits
+        self.count: Counter[tuple[str, str]] = Counter()  # (GPU id, profile name)
+        self.media: Counter[str] = Counter()  # GPU id -> +me instances
+        self.cpu: defaultdict[str, float] = defaultdict(float)  # host id -> cpu in use
+        self.ram: defaultdict[str, float] = defaultdict(float)
+        for wid, spot in held:
+            self.add(wid, spot)
+
+    def copy(self) -> Occupancy:
+        other = Occupancy(self.instance)
+        other.mask, other.count, other.media = Counter(self.mask), Counter(self.count), Counter(self.media)
+        other.cpu, other.ram = defaultdict(float, self.cpu), defaultdict(float, self.ram)
+        return other
+
+    def profile(self, wid: str, gpu: str) -> Profile | None:
+        """``wid``'s profile on ``gpu``'s model, or None where it cannot run."""
+        return self.instance.profile_on(self.instance.workload(wid), self.instance.gpu(gpu).model)
+
+    def slots(self, wid: str, spot: Spot) -> int:
+        profile = self.profile(wid, spot[0])
+        assert profile is not None, f"{wid} cannot run on {spot[0]}"
+        return profile.slot_mask(spot[1])
+
+    def fits(self, wid: str, spot: Spot) -> bool:
+        """Whether one more instance of ``wid`` at ``spot`` keeps every rule."""
+        gpu_id, start = spot
+        profile = self.profile(wid, gpu_id)
+        if profile is None or start not in profile.starts:
+            return False
+        if self.mask[gpu_id] & profile.slot_mask(start):
+            return False
+        if self.count[gpu_id, profile.name] >= profile.max_instances:
+            return False
+        if profile.media_extension and self.media[gpu_id]:
+            return False
+        w = self.instance.workload(wid)
+        host = self.instance.host(self.instance.gpu(gpu_id).host)
+        if host.cpu is not None and self.cpu[host.id] + w.cpu > host.cpu + 1e-9:
+            return False
+        return not (host.ram_gb is not None and self.ram[host.id] + w.ram_gb > host.ram_gb + 1e-9)
+
+    def add(self, wid: str, spot: Spot) -> None:
+        self._change(wid, spot, +1)
+
+    def remove(self, wid: str, spot: Spot) -> None:
+        self._change(wid, spot, -1)
+
+    def _change(self, wid: str, spot: Spot, sign: int) -> None:
+        gpu_id, start = spot
+        profile = self.profile(wid, gpu_id)
+        assert profile is not None, f"{wid} cannot run on {gpu_id}"
+        bits = profile.slot_mask(start)
+        self.mask[gpu_id] = self.mask[gpu_id] | bits if sign > 0 else self.mask[gpu_id] & ~bits
+        self.count[gpu_id, profile.name] += sign
+        self.media[gpu_id] += sign * profile.media_extension
+        w = self.instance.workload(wid)
+        host = self.instance.gpu(gpu_id).host
+        self.cpu[host] += sign * w.cpu
+        self.ram[host] += sign * w.ram_gb
+
+
+class _Planner:
+    """State of one graph planning run (see the module docstring)."""
+
+    def __init__(self, instance: Instance, target: dict[str, Spot]) -> None:
+        self.instance = instance
+        self.target = target
+        current = instance.current_placement()
+        self.at: dict[str, Spot | None] = {
+            w.id: current.get(w.id) for w in instance.workloads if w.id in target
+        }
+        # pending: every workload not yet at its target (movers, new workloads)
+        self.pending = [wid for wid in self.at if self.at[wid] != target[wid]]
+        self.occ = Occupancy(instance, ((wid, spot) for wid, spot in current.items()))
+        self.parked: set[str] = set()
+        self.drained: dict[str, Spot] = {}  # workload -> where it ran before its drain
+        self.rounds: list[Round] = []
+        self.rank = {w.id: i for i, w in enumerate(instance.workloads)}  # ties go to file order
+
+    # --- the graph
+
+    def waits(self) -> nx.DiGraph:
+        """Edges B -> A: pending A's target slots overlap pending mover B's slots now."""
+        graph = nx.DiGraph()
+        graph.add_nodes_from(self.pending)
+        by_gpu: dict[str, list[tuple[str, int]]] = {}
+        for wid in self.pending:
+            spot = self.at[wid]
+            if spot is not None:
+                by_gpu.setdefault(spot[0], []).append((wid, self.occ.slots(wid, spot)))
+        for a in self.pending:
+            gpu_id = self.target[a][0]
+            bits = self.occ.slots(a, self.target[a])
+            for b, held in by_gpu.get(gpu_id, ()):
+                if bits & held:
+                    graph.add_edge(b, a)
+        return graph
+
+    def memory(self, wid: str) -> int:
+        spot = self.at[wid] or self.target[wid]
+        profile = self.occ.profile(wid, spot[0])
+        return profile.memory_slots if profile else 0
+
+    def feedback_set(self, component: nx.DiGraph) -> list[str]:
+        """A minimum set of nodes whose removal leaves ``component`` acyclic; least memory among equals."""
+        nodes = sorted(component, key=self._order)
+        loops = [n for n in nodes if component.has_edge(n, n)]
+        rest = [n for n in nodes if n not in loops]
+        if len(nodes) <= EXACT_FVS_NODES:
+            for k in range(len(rest) + 1):
+                best = None
+                for subset in itertools.combinations(rest, k):
+                    picked = set(loops) | set(subset)
+                    if nx.is_directed_acyclic_graph(component.subgraph(n for n in nodes if n not in picked)):
+                        cost = sum(self.memory(n) for n in picked)
+                        if best is None or cost < best[0]:
+                            best = (cost, sorted(picked, key=self._order))
+                if best is not None:
+                    return best[1]
+        chosen: list[str] = list(loops)
+        remaining = component.subgraph(rest).copy()
+        while not nx.is_directed_acyclic_graph(remaining):
+            cyclic = [n for c in nx.strongly_connected_components(remaining) if len(c) > 1 for n in c]
+            n = max(cyclic, key=lambda n: (remaining.in_degree(n) * remaining.out_degree(n), -self.memory(n)))
+            chosen.append(n)
+            remaining.remove_node(n)
+        return chosen
+
+    def _order(self, wid: str) -> tuple[int, str]:
+        return self.rank[wid], wid
+
+    # --- parking
+
+    def targeted(self) -> dict[str, int]:
+        """GPU id -> slots that pending workloads will need."""
+        need: Counter[str] = Counter()
+        for wid in self.pending:
+            gpu_id = self.target[wid][0]
+            need[gpu_id] |= self.occ.slots(wid, self.target[wid])
+        return need
+
+    def park_spot(self, wid: str, state: Occupancy, need: dict[str, int]) -> Spot | None:
+        """Free space for ``wid`` in ``state`` that no pending workload needs: same GPU, same host, others."""
+        here = self.at[wid]
+        assert here is not None
+        host = self.instance.gpu(here[0]).host
+
+        def rank(gpu_id: str) -> int:
+            return 0 if gpu_id == here[0] else 1 if self.instance.gpu(gpu_id).host == host else 2
+
+        for g in sorted((g.id for g in self.instance.gpus), key=rank):
+            profile = state.profile(wid, g)
+            if profile is None:
+                continue
+            for start in profile.starts:
+                if (
+                    (g, start) != here
+                    and not profile.slot_mask(start) & need.get(g, 0)
+                    and state.fits(wid, (g, start))
+                ):
+                    return g, start
+        return None
+
+    # --- rounds
+
+    def run(self) -> list[Round]:
+        graph = self.waits()
+        breakers = [
+            n
+            for comp in nx.strongly_connected_components(graph)
+            if len(comp) > 1 or graph.has_edge(*(2 * tuple(comp)))
+            for n in self.feedback_set(graph.subgraph(comp))
+        ]
+        self.fill(sorted(breakers, key=self._order))
+        while self.pending:
+            if not self.fill([]):
+                self.fill([self.stuck()])
+        return self.rounds
+
+    def stuck(self) -> str:
+        """No pending move fits: the mover most others wait for (first in order among equals)."""
+        graph = self.waits()
+        movers = [w for w in self.pending if self.at[w] is not None and w not in self.drained]
+        fresh = [w for w in movers if w not in self.parked] or movers
+        return max(fresh, key=lambda w: (graph.out_degree(w), -self._order(w)[0]))
+
+    def fill(self, breakers: list[str]) -> bool:
+        """One round: park or drain ``breakers``, then every pending move whose target fits. False if empty."""
+        peak = self.occ.copy()
+        need = self.targeted()
+        drains, moves, creates = [], [], []
+        for wid in breakers:
+            spot = self.park_spot(wid, peak, need) if wid not in self.parked else None
+            source = self.at[wid]
+            assert source is not None
+            if spot is not None:
+                peak.add(wid, spot)
+                moves.append(Move(wid, source, spot, move_kind(self.instance, source, spot), park=True))
+            else:
+                peak.remove(wid, source)
+                drains.append(Drain(wid, source))
+        busy = {m.workload for m in moves} | {d.workload for d in drains}
+        height = self.heights()
+        for wid in sorted(self.pending, key=lambda w: (-height[w], self._order(w))):
+            if wid in busy and wid not in {d.workload for d in drains}:
+                continue
+            target = self.target[wid]
+            if not peak.fits(wid, target):
+                continue
+            peak.add(wid, target)
+            source = self.at[wid]
+            if source is None or wid in {d.workload for d in drains}:
+                origin = self.drained.get(wid) or (source if wid in {d.workload for d in drains} else None)
+                kind = None if origin is None else move_kind(self.instance, origin, target)
+                creates.append(Create(wid, target, origin, kind))
+            else:
+                moves.append(Move(wid, source, target, move_kind(self.instance, source, target)))
+        if not (drains or moves or creates):
+            return False
+        self.apply(Round(tuple(drains), tuple(moves), tuple(creates)))
+        return True
+
+    def heights(self) -> dict[str, int]:
+        """Per pending workload, the longest chain of pending workloads waiting behind it."""
+        graph = self.waits()
+        graph.remove_edges_from(list(nx.selfloop_edges(graph)))
+        height = dict.fromkeys(graph, 0)
+        if nx.is_directed_acyclic_graph(graph):
+            for n in reversed(list(nx.topological_sort(graph))):
+                height[n] = max((height[s] + 1 for s in graph.successors(n)), default=0)
+        return height
+
+    def apply(self, rnd: Round) -> None:
+        for d in rnd.drains:
+            self.occ.remove(d.workload, d.source)
+            self.drained[d.workload] = d.source
+            self.at[d.workload] = None
+        for c in rnd.creates:
+            self.occ.add(c.workload, c.target)
+            self.at[c.workload] = c.target
+        for m in rnd.moves:
+            self.occ.add(m.workload, m.target)
+            self.occ.remove(m.workload, m.source)
+            self.at[m.workload] = m.target
+            if m.park:
+                self.parked.add(m.workload)
+        self.pending = [w for w in self.pending if self.at[w] != self.target[w]]
+        self.rounds.append(rnd)
+
+
+def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semantics) -> list[Round]:
+    """The rounds of the graph planner (module docstring) from ``instance``'s running state to ``target``.
+
+    ``target`` maps every workload to place (running ones included) to its (GPU id, start);
+    it must be a valid placement (the caller verifies it).
+    """
+    if semantics == "destroy-first":
+        current = instance.current_placement()
+        movers = [wid for wid, spot in current.items() if target[wid] != spot]
+        drains = tuple(Drain(wid, current[wid]) for wid in movers)
+        creates = tuple(
+            Create(
+                wid,
+                spot,
+                current.get(wid),
+                move_kind(instance, current[wid], spot) if wid in current else None,
+            )
+            for wid, spot in target.items()
+            if current.get(wid) != spot
+        )
+        return [Round(drains, (), creates)] if drains or creates else []
+    return _Planner(instance, target).run()

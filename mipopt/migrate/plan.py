@@ -1,0 +1,256 @@
+"""A migration plan: ordered rounds that take a cluster from its current placement to a target.
+
+A round runs in three phases, and an operator executes them in this order:
+
+1. **drain**: destroy the instances of the round's drained workloads (a disruptive move
+   starts here: the workload is down until it is restored);
+2. **create**: create every target instance of the round at once: the targets of its
+   moves, its new workloads, and the restores of drained workloads;
+3. **destroy**: destroy the sources of the round's moves.
+
+So a (non-disruptive, create-before-destroy) move holds its source and its target during
+phase 2, and the state after phase 2 is the largest of the round: a plan is valid when
+that state obeys every rule in every round (no overlap, legal starts, one ``+me`` per GPU,
+per-profile limits, host cpu and ram) and the state after the last round is the target.
+Moves of one round do not depend on each other, so they may run in parallel.
+
+A *park* move takes a workload to a temporary place (free space) to break a cycle of
+waits; the workload moves on to its target in a later round. A *drained* workload is
+destroyed in one round and created at its target (restored) in the same or a later one.
+
+The JSON form (``mipopt-plan``, version 1)::
+
+    {"format": "mipopt-plan", "version": 1, "instance": "...", "semantics": "create-first",
+     "method": "graph", "rounds": [
+        {"round": 1,
+         "drains":  [{"workload": "w3", "from": {"gpu": "g0", "start": 0}}],
+         "moves":   [{"workload": "w1", "from": {"gpu": "g0", "start": 4},
+                      "to": {"gpu": "g1", "start": 0}, "kind": "inter_gpu", "park": false}],
+         "creates": [{"workload": "w9", "to": {"gpu": "g1", "start": 4}},
+                     {"workload": "w3", "to": {"gpu": "g0", "start": 4},
+                      "from": {"gpu": "g0", "start": 0}, "kind": "intra_gpu"}]}],
+     "final": [{"workload": "w1", "gpu": "g1", "start": 0}, ...],
+     "disrupted": ["w3"], "metrics": {...}, "runtime_s": 0.01, "message": ""}
+
+A create with ``from`` restores a drained workload; without it, it creates a new one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mipopt import _fields as f
+from mipopt.errors import InstanceError
+
+__all__ = ["FORMAT", "SEMANTICS", "Create", "Drain", "Move", "Plan", "Round", "Spot", "plan_from_dict"]
+
+FORMAT = "mipopt-plan"
+VERSION = 1
+SEMANTICS = ("create-first", "destroy-first")
+Semantics = Literal["create-first", "destroy-first"]
+#: Kinds of moves, as the verifier and the simulator count them.
+KINDS = ("intra_gpu", "inter_gpu", "inter_host")
+
+Spot = tuple[str, int]  # (GPU id, start)
+
+
+def _spot(spot: Spot) -> dict[str, Any]:
+    return {"gpu": spot[0], "start": spot[1]}
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """A running workload moves from ``source`` to ``target``, create before destroy."""
+
+    workload: str
+    source: Spot
+    target: Spot
+    kind: str
+    park: bool = False  # to a temporary place, to break a cycle
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "from": _spot(self.source),
+            "to": _spot(self.target),
+            "kind": self.kind,
+            "park": self.park,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """A running workload's instance at ``source`` is destroyed: it is down until restored."""
+
+    workload: str
+    source: Spot
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "from": _spot(self.source)}
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """An instance is created at ``target``: a new workload, or a drained one restored (``source`` set)."""
+
+    workload: str
+    target: Spot
+    source: Spot | None = None  # where a restored workload ran before it was drained
+    kind: str | None = None  # of a restore, as for a move
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"workload": self.workload, "to": _spot(self.target)}
+        if self.source is not None:
+            out["from"] = _spot(self.source)
+            out["kind"] = self.kind
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One round: drains, then every create (moves' targets, creates), then the moves' sources go."""
+
+    drains: tuple[Drain, ...] = ()
+    moves: tuple[Move, ...] = ()
+    creates: tuple[Create, ...] = ()
+
+    def to_dict(self, number: int) -> dict[str, Any]:
+        return {
+            "round": number,
+            "drains": [d.to_dict() for d in self.drains],
+            "moves": [m.to_dict() for m in self.moves],
+            "creates": [c.to_dict() for c in self.creates],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Rounds from an instance's current placement to a target placement.
+
+    Attributes
+    ----------
+    final
+        Workload id -> (GPU id, start) after the last round: the target's placement.
+    disrupted
+        Running workloads drained (down between their drain and their restore).
+    metrics
+        Counts (see :func:`mipopt.migrate.plan_metrics`).
+    """
+
+    instance: str
+    semantics: Semantics
+    method: str
+    rounds: tuple[Round, ...]
+    final: dict[str, Spot]
+    disrupted: tuple[str, ...] = ()
+    metrics: dict[str, float] = field(default_factory=dict)
+    runtime_s: float = 0.0
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "instance": self.instance,
+            "semantics": self.semantics,
+            "method": self.method,
+            "rounds": [r.to_dict(i + 1) for i, r in enumerate(self.rounds)],
+            "final": [{"workload": w, "gpu": g, "start": s} for w, (g, s) in self.final.items()],
+            "disrupted": list(self.disrupted),
+            "metrics": dict(self.metrics),
+            "runtime_s": self.runtime_s,
+            "message": self.message,
+        }
+
+
+def plan_from_dict(data: Any) -> Plan:
+    """Read a plan's JSON form, checking its shape (not its validity: see :func:`mipopt.verify.verify_plan`).
+
+    Raises
+    ------
+    InstanceError
+        Naming the JSON path of the first malformed field.
+    """
+    d = f.obj(data, "")
+    if d.get("format") != FORMAT:
+        raise InstanceError("format", f"expected {FORMAT!r}, got {d.get('format')!r}")
+    if d.get("version") != VERSION:
+        raise InstanceError(
+            "version", f"unsupported version {d.get('version')!r} (this mipopt reads {VERSION})"
+        )
+    semantics = f.string(d.get("semantics"), "semantics")
+    if semantics not in SEMANTICS:
+        raise InstanceError("semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
+    rounds = []
+    for i, r in enumerate(f.lst(d.get("rounds"), "rounds")):
+        path = f"rounds[{i}]"
+        rd = f.obj(r, path)
+        drains = tuple(
+            Drain(_workload(x, f"{path}.drains[{j}]"), _read_spot(x, "from", f"{path}.drains[{j}]"))
+            for j, x in enumerate(f.lst(rd.get("drains", []), f"{path}.drains"))
+        )
+        moves = tuple(
+            Move(
+                _workload(x, p := f"{path}.moves[{j}]"),
+                _read_spot(x, "from", p),
+                _read_spot(x, "to", p),
+                _kind(x, p),
+                bool(f.obj(x, p).get("park", False)),
+            )
+            for j, x in enumerate(f.lst(rd.get("moves", []), f"{path}.moves"))
+        )
+        creates = []
+        for j, x in enumerate(f.lst(rd.get("creates", []), f"{path}.creates")):
+            p = f"{path}.creates[{j}]"
+            restored = "from" in f.obj(x, p)
+            creates.append(
+                Create(
+                    _workload(x, p),
+                    _read_spot(x, "to", p),
+                    _read_spot(x, "from", p) if restored else None,
+                    _kind(x, p) if restored else None,
+                )
+            )
+        rounds.append(Round(drains, moves, tuple(creates)))
+    final: dict[str, Spot] = {}
+    for i, x in enumerate(f.lst(d.get("final", []), "final")):
+        p = f"final[{i}]"
+        final[_workload(x, p)] = (f.string(f.obj(x, p).get("gpu"), f"{p}.gpu"), _start(x, p))
+    disrupted = tuple(
+        f.string(w, f"disrupted[{i}]") for i, w in enumerate(f.lst(d.get("disrupted", []), "disrupted"))
+    )
+    return Plan(
+        instance=f.string(d.get("instance"), "instance"),
+        semantics=semantics,  # type: ignore[arg-type]  # checked against SEMANTICS above
+        method=str(d.get("method", "")),
+        rounds=tuple(rounds),
+        final=final,
+        disrupted=disrupted,
+        metrics={str(k): float(v) for k, v in f.obj(d.get("metrics", {}), "metrics").items()},
+        runtime_s=float(d.get("runtime_s", 0.0)),
+        message=str(d.get("message", "")),
+    )
+
+
+def _workload(x: Any, path: str) -> str:
+    return f.string(f.obj(x, path).get("workload"), f"{path}.workload")
+
+
+def _start(x: Any, path: str) -> int:
+    value = f.obj(x, path).get("start")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InstanceError(f"{path}.start", f"must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _read_spot(x: Any, key: str, path: str) -> Spot:
+    spot = f.obj(f.obj(x, path).get(key), f"{path}.{key}")
+    return f.string(spot.get("gpu"), f"{path}.{key}.gpu"), _start(spot, f"{path}.{key}")
+
+
+def _kind(x: Any, path: str) -> str:
+    kind = f.obj(x, path).get("kind")
+    if kind not in KINDS:
+        raise InstanceError(f"{path}.kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    return str(kind)
