@@ -20,6 +20,7 @@ import numpy as np
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.instance import InstanceBuilder
 from mipopt.simulate.trace import Request, Trace
+from mipopt.workloads.layout import host_layout
 
 __all__ = ["FBK_DISTRIBUTIONS", "fbk_trace", "table_ii_mix"]
 
@@ -136,12 +137,8 @@ def fbk_trace(
     demand = (100.0 * cumulative[:n] / capacity).tolist()
 
     b = InstanceBuilder(f"fbk-{distribution}-{gpus}gpus-seed{seed}")
-    n_hosts = math.ceil(gpus / gpus_per_host)
-    width = max(3, len(str(n_hosts - 1)))
-    for j in range(n_hosts):
-        hid = f"h{j:0{width}d}"
-        count = min(gpus_per_host, gpus - j * gpus_per_host)
-        b.add_host(hid, {f"{hid}-g{k}": gpu_model.name for k in range(count)})
+    for hid, gpu_ids in host_layout(gpus, gpus_per_host):
+        b.add_host(hid, dict.fromkeys(gpu_ids, gpu_model.name))
     rwidth = max(6, len(str(n - 1)))
     requests = tuple(
         Request(f"r{t:0{rwidth}d}", profiles[int(chosen[t])].name, float(t), float(t + int(lifetimes[t])))

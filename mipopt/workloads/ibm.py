@@ -12,7 +12,6 @@ randomly generated from the profiles listed in Table 1"; and new workloads whose
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -22,6 +21,7 @@ import numpy as np
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, InstanceBuilder
+from mipopt.workloads.layout import host_layout
 
 LoadBasis = Literal["cluster", "free"]
 Weights = Literal["size", "unit"]
@@ -160,13 +160,7 @@ def ibm_instance(
     def weight(p: Profile) -> tuple[float, float]:
         return (float(p.compute), float(p.memory_slots)) if weights == "size" else (1.0, 1.0)
 
-    n_hosts = math.ceil(n_gpus / gpus_per_host)
-    host_width = max(3, len(str(n_hosts - 1)))
-    hosts: list[tuple[str, list[str]]] = []
-    for j in range(n_hosts):
-        hid = f"h{j:0{host_width}d}"
-        count = min(gpus_per_host, n_gpus - j * gpus_per_host)
-        hosts.append((hid, [f"{hid}-g{k}" for k in range(count)]))
+    hosts = host_layout(n_gpus, gpus_per_host)
     host_of = {gid: hid for hid, gids in hosts for gid in gids}
     cpu_cap: dict[str, float | None] = {}
     ram_cap: dict[str, float | None] = {}
@@ -238,7 +232,7 @@ def ibm_instance(
     b = InstanceBuilder(name or f"ibm-{n_gpus}gpus-seed{seed}")
     b.description = (
         f"IBM WPM set-up (Turkkan et al., section 5.1), seed {seed}: {n_gpus} {gpu_model.name} GPUs "
-        f"in {n_hosts} host{'s' if n_hosts > 1 else ''} of up to {gpus_per_host}; "
+        f"in {len(hosts)} host{'s' if len(hosts) > 1 else ''} of up to {gpus_per_host}; "
         f"{len({g for _, g, _ in running})} of them used by "
         f"{len(running)} running workloads ({n_pinned} pinned) holding {running_compute} of "
         f"{cluster_compute} compute slices; {len(new)} new workloads of {target} compute slices "

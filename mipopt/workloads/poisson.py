@@ -8,7 +8,6 @@ column of the MFI paper's Table II or written ``profile:weight;profile:weight``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -19,6 +18,7 @@ from mipopt.catalog import get_model
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.simulate.trace import Request, Trace
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, table_ii_mix
+from mipopt.workloads.layout import host_layout
 
 __all__ = ["poisson_stream", "poisson_trace"]
 
@@ -183,12 +183,8 @@ def poisson_stream(
                 raise ValueError(f"{label} must be an integer of at least 1, got {value!r}")
         gpu_model = get_model(str(model))
         b = InstanceBuilder(f"{gpus}x{gpu_model.name}")
-        n_hosts = math.ceil(gpus / gpus_per_host)
-        width = max(3, len(str(n_hosts - 1)))
-        for j in range(n_hosts):
-            hid = f"h{j:0{width}d}"
-            count = min(gpus_per_host, gpus - j * gpus_per_host)
-            b.add_host(hid, {f"{hid}-g{k}": gpu_model.name for k in range(count)})
+        for hid, gpu_ids in host_layout(gpus, gpus_per_host):
+            b.add_host(hid, dict.fromkeys(gpu_ids, gpu_model.name))
         instance = b.build()
     return poisson_trace(
         instance,
