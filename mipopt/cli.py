@@ -20,6 +20,7 @@ from mipopt.instance import Instance, Solution, solution_to_dict
 from mipopt.io import load_instance, load_solution, write_json
 
 if TYPE_CHECKING:
+    from mipopt.migrate import Plan
     from mipopt.sweep import SweepProgress
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
@@ -239,6 +240,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from mipopt.policies import BATCH
     from mipopt.solvers import SolverOptions
 
+    _check_plan_options(args.semantics, "graph", None)
     inst = _load_instance(args.instance)
     if args.method in BATCH:
         sol = BATCH[args.method](inst)
@@ -269,14 +271,86 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 )
         except (InstanceError, ValueError) as err:
             raise BadInput(str(err)) from None
+    plan = _plan(inst, sol, "--plan", args.semantics, "graph", None) if args.plan else None
     if args.out:
         write_json(args.out, solution_to_dict(sol))
+    if plan is not None:
+        write_json(args.plan, plan.to_dict())
     if args.json:
         _print_json(solution_to_dict(sol))
     else:
         print(_summary(inst, sol))
-        if args.out:
-            print(f"\nwrote {args.out}")
+        if plan is not None:
+            from mipopt.migrate.render import plan_text
+
+            print(f"\n{plan_text(inst, plan)}")
+        written = [path for path in (args.out, args.plan) if path]
+        if written:
+            print()
+        for path in written:
+            print(f"wrote {path}")
+    return EXIT_OK
+
+
+# --- plan
+
+
+def _check_plan_options(semantics: str, method: str, time_limit: float | None) -> None:
+    from mipopt.migrate import METHODS, SEMANTICS
+
+    if semantics not in SEMANTICS:
+        raise BadInput(f"--semantics: must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
+    if method not in METHODS:
+        raise BadInput(f"--method: must be one of {', '.join(METHODS)}, got {method!r}")
+    if time_limit is not None and not time_limit > 0:  # also refuses nan
+        raise BadInput(f"--time-limit: must be positive seconds, got {time_limit:g}")
+
+
+def _plan(
+    inst: Instance, target: Solution, target_name: str, semantics: str, method: str, time_limit: float | None
+) -> Plan:
+    """Plan to ``target``; a target that breaks a rule is reported naming ``target_name``."""
+    from mipopt.migrate import plan_migration
+
+    try:
+        return plan_migration(
+            inst,
+            target,
+            semantics=semantics,  # type: ignore[arg-type]  # checked by _check_plan_options
+            method=method,  # type: ignore[arg-type]
+            time_limit_s=30.0 if time_limit is None else time_limit,
+        )
+    except InstanceError as err:
+        raise BadInput(f"{target_name}: {err.rule}" if err.path == "target" else str(err)) from None
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from mipopt.migrate.render import format_operations, nvml_operations, plan_png, plan_text
+
+    _check_plan_options(args.semantics, args.method, args.time_limit)
+    inst = _load_instance(args.instance)
+    target = _load_solution(args.target)
+    plan = _plan(inst, target, args.target, args.semantics, args.method, args.time_limit)
+    if args.out:
+        write_json(args.out, plan.to_dict())
+    if args.png:
+        plan_png(inst, plan, args.png, title=f"{inst.name}: to {target.method}")
+    if args.ops:
+        ops = nvml_operations(inst, plan)
+        if args.json:
+            _print_json([{"round": i, "operations": o} for i, o in enumerate(ops, 1)])
+        else:
+            print(format_operations(ops) or "nothing to do: the current placement is the target")
+    elif args.json:
+        _print_json(plan.to_dict())
+    else:
+        print(plan_text(inst, plan))
+    if not args.json:
+        written = [path for path in (args.out, args.png) if path]
+        if written:
+            print()
+        for path in written:
+            print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -657,8 +731,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--gap", type=float, metavar="REL", help="relative MIP gap (default 0: prove optimality)")
     p.add_argument("--out", metavar="FILE", help="write the solution JSON (atomically)")
+    p.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="also plan the migration from the current placement to the solution (graph planner) and "
+        "write the plan JSON (atomically); see `mipopt plan`",
+    )
+    p.add_argument(
+        "--semantics",
+        default="create-first",
+        metavar="create-first|destroy-first",
+        help="of --plan's moves (default: %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="print the solution JSON")
     p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser(
+        "plan",
+        help="ordered rounds of moves from an instance's current placement to a target solution",
+        description="Plan the migration from INSTANCE's current placement to TARGET (a solution of "
+        "INSTANCE): rounds of drains, moves and creates in which every instant obeys every rule; "
+        "cycles of waits are broken by parking in free space, or by draining (named) where there is "
+        "none. See docs/formats.md, Plans.",
+    )
+    p.add_argument("instance")
+    p.add_argument("target", help="a solution of the instance (mipopt solve --out)")
+    p.add_argument(
+        "--semantics",
+        default="create-first",
+        metavar="create-first|destroy-first",
+        help="create-first: a move creates its target before destroying its source (no downtime; "
+        "default); destroy-first: every move drains its workload first",
+    )
+    p.add_argument(
+        "--method",
+        default="graph",
+        metavar="graph|exact|auto",
+        help="graph: dependency graph, any size (default); exact: time-indexed model, small plans; "
+        "auto: exact for small plans",
+    )
+    p.add_argument("--time-limit", type=float, metavar="S", help="of the exact planner (default 30)")
+    p.add_argument("--out", metavar="FILE", help="write the plan JSON (atomically)")
+    p.add_argument("--json", action="store_true", help="print the plan JSON (with --ops: the operations)")
+    p.add_argument("--ops", action="store_true", help="print the NVML-style operations of each round")
+    p.add_argument("--png", metavar="FILE", help="draw the GPUs before and after each round (atomically)")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser(
         "sweep", help="Pareto front of acceptance, hardware and migrations (epsilon-constraint)"
@@ -729,7 +846,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workload",
         required=True,
         metavar="SPEC",
-        help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...], alibaba:path=DIR[,compress=...]",
+        help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...], alibaba:path=DIR[,compress=...,host_fraction=...,gpus_per_host=...,duration_scale=...,departures=false]",
     )
     p.add_argument(
         "--policy",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from mipopt.geometry import reference as geo
 from mipopt.instance import Instance
@@ -11,7 +13,7 @@ from mipopt.io import write_atomic
 CELL = 9  # characters per memory slot in the text view
 
 
-def _occupants(
+def occupants(
     instance: Instance, placed: dict[str, tuple[str, int]]
 ) -> dict[str, list[tuple[int, int, str, str]]]:
     """Per GPU: (start, size, workload id, profile name) sorted by start."""
@@ -26,7 +28,7 @@ def _occupants(
 
 def text(instance: Instance, placed: dict[str, tuple[str, int]]) -> str:
     """Each GPU as a row of slots with its instances, CC and FBK fragmentation."""
-    rows = _occupants(instance, placed)
+    rows = occupants(instance, placed)
     width_id = max([len(g.id) for g in instance.gpus] + [3])
     width_model = max([len(g.model.name) for g in instance.gpus] + [5])
     lines = []
@@ -53,30 +55,101 @@ def text(instance: Instance, placed: dict[str, tuple[str, int]]) -> str:
     return "\n".join(lines)
 
 
+def profile_colors(names: Iterable[str]) -> dict[str, Any]:
+    """One color per profile name, in sorted order, so pictures of one cluster agree."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("tab20")
+    return {n: cmap(i % 20) for i, n in enumerate(sorted(set(names)))}
+
+
+def draw_gpu(
+    ax: Any,
+    slots: int,
+    items: list[tuple[int, int, str, str]],
+    x: float,
+    y: float,
+    color: dict[str, Any],
+    *,
+    fontsize: float = 8,
+    marked: frozenset[str] = frozenset(),
+    chars_per_slot: float | None = None,
+) -> None:
+    """Draw one GPU of ``slots`` memory slots with its instances (see :func:`occupants`) at ``(x, y)``.
+
+    Slot ``s`` spans ``[x + s, x + s + 1]`` and the GPU ``[y + 0.1, y + 0.9]``; instances of
+    workloads in ``marked`` get a thick red edge. With ``chars_per_slot``, a workload id longer
+    than its instance has room for is cut short (ending in ``~``).
+    """
+    from matplotlib.patches import Rectangle
+
+    for s in range(slots):
+        ax.add_patch(Rectangle((x + s, y + 0.1), 1, 0.8, facecolor="white", edgecolor="0.75", lw=0.8))
+    for start, size, wid, pname in items:
+        hot = wid in marked
+        ax.add_patch(
+            Rectangle(
+                (x + start, y + 0.1),
+                size,
+                0.8,
+                facecolor=color[pname],
+                edgecolor="red" if hot else "black",
+                lw=2.2 if hot else 1,
+            )
+        )
+        room = int(size * chars_per_slot) if chars_per_slot else len(wid)
+        label = wid if len(wid) <= room else wid[: max(room - 1, 1)] + "~"
+        ax.text(x + start + size / 2, y + 0.5, label, ha="center", va="center", fontsize=fontsize)
+
+
+def legend(ax: Any, color: dict[str, Any], *, below: bool = False) -> None:
+    """The profiles' colors, right of the axes (or below them, in one line)."""
+    from matplotlib.patches import Rectangle
+
+    if not color:
+        return
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="black") for c in color.values()]
+    if below:
+        ax.legend(
+            handles,
+            list(color),
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0),
+            ncol=min(len(color), 8),
+            fontsize=8,
+            frameon=False,
+        )
+    else:
+        ax.legend(handles, list(color), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+
+
+def save_png(fig: Any, path: str | Path, dpi: int = 120) -> None:
+    """Write a matplotlib figure to ``path`` atomically and close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        write_atomic(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=dpi), text=False)
+    finally:
+        plt.close(fig)
+
+
 def png(instance: Instance, placed: dict[str, tuple[str, int]], path: str | Path, title: str = "") -> None:
     """Draw each GPU as a row of slots, instances colored by profile, to a PNG file."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
 
-    rows = _occupants(instance, placed)
-    names = sorted({p for items in rows.values() for *_, p in items})
-    cmap = plt.get_cmap("tab20")
-    color = {n: cmap(i % 20) for i, n in enumerate(names)}
+    rows = occupants(instance, placed)
+    color = profile_colors(p for items in rows.values() for *_, p in items)
     n = len(instance.gpus)
     slots_max = max((g.model.slots for g in instance.gpus), default=8)
     fig, ax = plt.subplots(figsize=(1.6 + 0.9 * slots_max, 0.9 + 0.45 * max(n, 1)))
     for row, g in enumerate(instance.gpus):
-        y = n - 1 - row
-        for s in range(g.model.slots):
-            ax.add_patch(Rectangle((s, y + 0.1), 1, 0.8, facecolor="white", edgecolor="0.75", lw=0.8))
-        for start, size, wid, pname in rows[g.id]:
-            ax.add_patch(
-                Rectangle((start, y + 0.1), size, 0.8, facecolor=color[pname], edgecolor="black", lw=1)
-            )
-            ax.text(start + size / 2, y + 0.5, wid, ha="center", va="center", fontsize=8)
+        draw_gpu(ax, g.model.slots, rows[g.id], 0, n - 1 - row, color)
     ax.set_xlim(0, slots_max)
     ax.set_ylim(0, max(n, 1))
     ax.set_yticks(
@@ -87,12 +160,7 @@ def png(instance: Instance, placed: dict[str, tuple[str, int]], path: str | Path
     ax.tick_params(length=0)
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
-    if names:
-        handles = [Rectangle((0, 0), 1, 1, facecolor=color[p], edgecolor="black") for p in names]
-        ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    legend(ax, color)
     ax.set_title(title or instance.name, fontsize=10)
     fig.tight_layout()
-    try:
-        write_atomic(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=120), text=False)
-    finally:
-        plt.close(fig)
+    save_png(fig, path)

@@ -1,0 +1,321 @@
+"""A plan for people: its text form, the NVML operations an operator runs, and a picture.
+
+- :func:`plan_text`: the metrics, then per round its drains, moves and creates;
+- :func:`nvml_operations` / :func:`format_operations`: per round, GPU-instance operations in
+  execution order (the three phases of :mod:`mipopt.migrate.plan`): destroy the drained
+  instances, create every target instance, destroy the moved sources. Profile ids are the
+  catalog's (``nvidia-smi mig -lgip``), which differ between models for one profile name;
+- :func:`plan_png`: the GPUs before the plan and after each round, one row per state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mipopt import render
+from mipopt.catalog import Profile
+from mipopt.instance import Gpu, Instance
+from mipopt.migrate.plan import KINDS, Plan, Spot
+
+__all__ = ["format_operations", "nvml_operations", "plan_png", "plan_states", "plan_text", "png_gpus"]
+
+KIND_LABELS = {"intra_gpu": "intra-GPU", "inter_gpu": "inter-GPU", "inter_host": "inter-host"}
+#: A cluster of more GPUs than this is drawn with only the GPUs the plan touches ...
+PNG_ALL_GPUS = 8
+#: ... and at most this many of them,
+PNG_MAX_GPUS = 12
+#: ... side by side, this many to a line.
+PNG_PER_LINE = 4
+
+
+def _at(spot: Spot) -> str:
+    return f"{spot[0]}:{spot[1]}"
+
+
+def _profile(instance: Instance, wid: str, gpu: str) -> Profile:
+    profile = instance.profile_on(instance.workload(wid), instance.gpu(gpu).model)
+    if profile is None:
+        raise KeyError(f"workload {wid!r} has no profile on GPU {gpu!r}")
+    return profile
+
+
+def _n(value: float) -> str:
+    return f"{value:g}"
+
+
+def plan_states(instance: Instance, plan: Plan) -> list[dict[str, Spot]]:
+    """The placement before the plan, then after each round's phase 3 (drained workloads absent until restored)."""
+    state = dict(instance.current_placement())
+    states = [dict(state)]
+    for r in plan.rounds:
+        for d in r.drains:
+            state.pop(d.workload, None)
+        for m in r.moves:
+            state[m.workload] = m.target
+        for c in r.creates:
+            state[c.workload] = c.target
+        states.append(dict(state))
+    return states
+
+
+def plan_text(instance: Instance, plan: Plan) -> str:
+    """The plan as a person reads it: a header of metrics, then each round's drains, moves and creates.
+
+    Parameters
+    ----------
+    instance
+        The instance the plan starts from (for profile names).
+    plan
+        A plan for ``instance``.
+
+    Returns
+    -------
+    str
+        Lines without a trailing newline.
+    """
+    m = plan.metrics
+    rounds = len(plan.rounds)
+    lines = [
+        f"plan for {plan.instance!r}: {plan.semantics}, {plan.method} planner, "
+        f"{rounds} round{'s' if rounds != 1 else ''} ({plan.runtime_s:.3f} s)"
+    ]
+    by_kind = ", ".join(f"{_n(m.get(f'moves_{k}', 0))} {KIND_LABELS[k]}" for k in KINDS)
+    lines.append(
+        f"moves: {_n(m.get('moves', 0))} ({by_kind}), of which {_n(m.get('extra_moves', 0))} extra (parking)"
+    )
+    disrupted = f" ({', '.join(plan.disrupted)})" if plan.disrupted else ""
+    lines.append(f"disruptive moves: {_n(m.get('disruptive_moves', 0))}{disrupted}")
+    lines.append(f"new workloads created: {_n(m.get('creates', 0))}")
+    lines.append(
+        f"moved memory: {_n(m.get('moved_memory_slots', 0))} slots, {_n(m.get('moved_memory_gb', 0))} GB"
+    )
+    lines.append(f"IBM sequential migrations: {_n(m.get('sequential_migrations', 0))}")
+    if plan.message:
+        lines.append(f"note: {plan.message}")
+    if not plan.rounds:
+        lines.append("\nnothing to do: the current placement is the target")
+        return "\n".join(lines)
+
+    restored_in = {
+        c.workload: i for i, r in enumerate(plan.rounds, 1) for c in r.creates if c.source is not None
+    }
+    table: list[tuple[int, tuple[str, ...]]] = []
+    for i, r in enumerate(plan.rounds, 1):
+        for d in r.drains:
+            back = f"round {restored_in[d.workload]}" if d.workload in restored_in else "never"
+            p = _profile(instance, d.workload, d.source[0]).name
+            table.append(
+                (i, ("drain", d.workload, p, _at(d.source), "", "", f"disruptive, restored in {back}"))
+            )
+        for mv in r.moves:
+            p = _profile(instance, mv.workload, mv.target[0]).name
+            note = "park" if mv.park else ""
+            table.append(
+                (i, ("move", mv.workload, p, _at(mv.source), _at(mv.target), KIND_LABELS[mv.kind], note))
+            )
+        for c in r.creates:
+            p = _profile(instance, c.workload, c.target[0]).name
+            if c.source is None:
+                table.append((i, ("create", c.workload, p, "", _at(c.target), "", "new")))
+            else:
+                kind = KIND_LABELS.get(c.kind or "", "")
+                table.append((i, ("create", c.workload, p, _at(c.source), _at(c.target), kind, "restore")))
+    widths = [max(len(row[k]) for _, row in table) for k in range(7)]
+    current = 0
+    for i, (verb, wid, prof, src, dst, kind, note) in table:
+        if i != current:
+            current = i
+            lines.append(f"\nround {i}")
+        arrow = "->" if dst else "  "
+        cells = [verb.ljust(widths[0]), wid.ljust(widths[1]), prof.ljust(widths[2]), src.rjust(widths[3])]
+        cells += [arrow, dst.ljust(widths[4]), kind.ljust(widths[5]), note]
+        lines.append(("  " + "  ".join(cells)).rstrip())
+    return "\n".join(lines)
+
+
+def _operation(instance: Instance, op: str, phase: str, wid: str, spot: Spot, comment: str) -> dict[str, Any]:
+    profile = _profile(instance, wid, spot[0])
+    return {
+        "op": op,
+        "phase": phase,
+        "workload": wid,
+        "gpu": spot[0],
+        "start": spot[1],
+        "profile": profile.name,
+        "profile_id": profile.id,
+        "comment": comment,
+    }
+
+
+def nvml_operations(instance: Instance, plan: Plan) -> list[list[dict[str, Any]]]:
+    """Per round, the GPU-instance operations in the order an operator runs them.
+
+    Phase 1 destroys the drained instances, phase 2 creates every target instance (moves'
+    targets in the plan's order, then new workloads and restores), phase 3 destroys the
+    moves' sources. A round starts when the previous one has finished; the operations of
+    one phase may run in parallel.
+
+    Returns
+    -------
+    list of list of dict
+        One list per round; each operation ``{"op": "create"|"destroy", "phase":
+        "drain"|"create"|"destroy", "workload", "gpu", "start", "profile", "profile_id",
+        "comment"}``, the profile being the workload's on that GPU's model.
+    """
+    rounds = []
+    for r in plan.rounds:
+        ops = [
+            _operation(instance, "destroy", "drain", d.workload, d.source, f"drain {d.workload} (disruptive)")
+            for d in r.drains
+        ]
+        for mv in r.moves:
+            comment = f"{mv.workload} (park)" if mv.park else mv.workload
+            ops.append(_operation(instance, "create", "create", mv.workload, mv.target, comment))
+        for c in r.creates:
+            comment = f"{c.workload} ({'new' if c.source is None else 'restore'})"
+            ops.append(_operation(instance, "create", "create", c.workload, c.target, comment))
+        for mv in r.moves:
+            comment = f"{mv.workload} (moved to {_at(mv.target)})"
+            ops.append(_operation(instance, "destroy", "destroy", mv.workload, mv.source, comment))
+        rounds.append(ops)
+    return rounds
+
+
+def format_operations(rounds: list[list[dict[str, Any]]]) -> str:
+    """The operations of :func:`nvml_operations` as text: ``round N`` then one line per operation."""
+    lines: list[str] = []
+    for i, ops in enumerate(rounds, 1):
+        lines.append(f"round {i}")
+        for o in ops:
+            if o["op"] == "create":
+                what = f"create GPU instance of profile {o['profile']} (id {o['profile_id']})"
+            else:
+                what = f"destroy GPU instance {o['profile']} (profile id {o['profile_id']})"
+            lines.append(f"  {what} at start {o['start']} on GPU {o['gpu']}  # {o['comment']}")
+    return "\n".join(lines)
+
+
+def png_gpus(instance: Instance, plan: Plan) -> tuple[list[Gpu], int]:
+    """The GPUs :func:`plan_png` draws, and how many touched GPUs it leaves out.
+
+    Every GPU of a cluster of up to ``PNG_ALL_GPUS``; above that, the GPUs the plan touches
+    (a drain, a move's source or target, a create), in instance order, at most ``PNG_MAX_GPUS``.
+    """
+    if len(instance.gpus) <= PNG_ALL_GPUS:
+        return list(instance.gpus), 0
+    touched: set[str] = set()
+    for r in plan.rounds:
+        touched.update(d.source[0] for d in r.drains)
+        for mv in r.moves:
+            touched.update((mv.source[0], mv.target[0]))
+        touched.update(c.target[0] for c in r.creates)
+    gpus = [g for g in instance.gpus if g.id in touched] or list(instance.gpus[:1])
+    return gpus[:PNG_MAX_GPUS], max(len(gpus) - PNG_MAX_GPUS, 0)
+
+
+def _round_caption(plan: Plan, index: int, limit: int = 3, width: int = 36) -> str:
+    r = plan.rounds[index]
+    items = [f"drain {d.workload}" for d in r.drains]
+    items += [
+        f"{mv.workload} {_at(mv.source)}→{_at(mv.target)}{' park' if mv.park else ''}" for mv in r.moves
+    ]
+    items += [f"{'create' if c.source is None else 'restore'} {c.workload}" for c in r.creates]
+    items = [i if len(i) <= width else i[: width - 1] + "~" for i in items]
+    shown = items[:limit] + ([f"... {len(items) - limit} more"] if len(items) > limit else [])
+    return "\n".join(shown)
+
+
+def plan_png(instance: Instance, plan: Plan, path: str | Path, title: str = "") -> None:
+    """Draw the GPUs before the plan and after each round, one row of GPUs per state, to a PNG.
+
+    Instances created in a round (moves, parks, new workloads, restores) have a red edge in
+    that round's row; the right margin lists the round's steps. A cluster of more than
+    ``PNG_ALL_GPUS`` GPUs shows only the GPUs the plan touches (at most ``PNG_MAX_GPUS``).
+    The file is written atomically.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gpus, left_out = png_gpus(instance, plan)
+    states = plan_states(instance, plan)
+    labels = ["before"] + [f"after round {i}" for i in range(1, len(plan.rounds) + 1)]
+    if plan.rounds:
+        labels[-1] += "\n(target)"
+    if states[-1] != plan.final:  # a plan read from elsewhere: show where it should end too
+        states.append(dict(plan.final))
+        labels.append("target")
+    occupied = [render.occupants(instance, s) for s in states]
+    color = render.profile_colors(p for rows in occupied for g in gpus for *_, p in rows[g.id])
+    marked: list[frozenset[str]] = [frozenset()] + [
+        frozenset([mv.workload for mv in r.moves] + [c.workload for c in r.creates]) for r in plan.rounds
+    ]
+    marked += [frozenset()] * (len(states) - len(marked))
+
+    # GPUs side by side, PNG_PER_LINE to a line: a state of more GPUs wraps onto several lines,
+    # each GPU then labelled on every line so that a tall figure still reads.
+    per_line = max(min(len(gpus), PNG_PER_LINE), 1)
+    lines = -(-len(gpus) // per_line)
+    wrapped = lines > 1
+    column = max(g.model.slots for g in gpus) + 1.0
+    width = per_line * column - 1.0
+    pitch = 1.35 if wrapped else 1.0
+    block = lines * pitch + (0.5 if wrapped else 0.0)
+    head = 0.0 if wrapped else 0.4
+    n = len(states)
+    height = n * block + head
+    slot_in = 0.42
+    fig, ax = plt.subplots(figsize=(slot_in * width + 4.8, 1.3 + 0.62 * height))
+    ticks = []
+    for row, (rows, hot) in enumerate(zip(occupied, marked, strict=True)):
+        top = height - head - row * block
+        ticks.append(top - lines * pitch / 2)
+        for k, g in enumerate(gpus):
+            gx, y = (k % per_line) * column, top - (k // per_line + 1) * pitch
+            render.draw_gpu(
+                ax,
+                g.model.slots,
+                rows[g.id],
+                gx,
+                y,
+                color,
+                fontsize=7,
+                marked=hot,
+                chars_per_slot=slot_in * 17,
+            )
+            if wrapped or row == 0:
+                ax.text(
+                    gx + g.model.slots / 2,
+                    y + 0.95,
+                    f"{g.id} ({g.model.name})",
+                    ha="center",
+                    va="bottom",
+                    fontsize=6.5 if wrapped else 8,
+                    color="0.3" if wrapped else "black",
+                )
+        if wrapped and row:
+            ax.axhline(top + 0.25, color="0.8", lw=0.8)
+        if 0 < row <= len(plan.rounds):
+            caption = _round_caption(plan, row - 1, limit=3 * lines)
+            ax.text(width + 0.5, ticks[-1], caption, va="center", fontsize=7, family="monospace")
+    ax.set_xlim(-0.2, width + 0.2)
+    ax.set_ylim(0, height)
+    ax.set_yticks(ticks, labels, fontsize=8)
+    ax.set_xticks([])
+    ax.tick_params(length=0)
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+    render.legend(ax, color, below=True)
+    m = plan.metrics
+    summary = (
+        f"{plan.semantics}, {len(plan.rounds)} round{'' if len(plan.rounds) == 1 else 's'}, "
+        f"{_n(m.get('moves', 0))} moves "
+        f"({_n(m.get('extra_moves', 0))} parking), {_n(m.get('disruptive_moves', 0))} disruptive"
+    )
+    if left_out:
+        summary += f"; {left_out} more GPUs touched, not shown"
+    ax.set_title(f"{title or plan.instance}\n{summary}", fontsize=10)
+    fig.tight_layout()
+    render.save_png(fig, path)
