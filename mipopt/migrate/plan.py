@@ -172,85 +172,94 @@ def plan_from_dict(data: Any) -> Plan:
     InstanceError
         Naming the JSON path of the first malformed field.
     """
-    d = f.obj(data, "")
-    if d.get("format") != FORMAT:
-        raise InstanceError("format", f"expected {FORMAT!r}, got {d.get('format')!r}")
-    if d.get("version") != VERSION:
-        raise InstanceError(
-            "version", f"unsupported version {d.get('version')!r} (this mipopt reads {VERSION})"
-        )
-    semantics = f.string(d.get("semantics"), "semantics")
+    d = f.obj(
+        data,
+        "",
+        required=("format", "version", "instance", "semantics", "rounds"),
+        optional=("method", "final", "disrupted", "metrics", "runtime_s", "message"),
+    )
+    if d["format"] != FORMAT:
+        raise InstanceError("format", f"expected {FORMAT!r}, got {d['format']!r}")
+    if d["version"] != VERSION:
+        raise InstanceError("version", f"unsupported version {d['version']!r} (this mipopt reads {VERSION})")
+    semantics = f.string(d["semantics"], "semantics")
     if semantics not in SEMANTICS:
         raise InstanceError("semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
     rounds = []
-    for i, r in enumerate(f.lst(d.get("rounds"), "rounds")):
+    for i, r in enumerate(f.lst(d["rounds"], "rounds")):
         path = f"rounds[{i}]"
-        rd = f.obj(r, path)
-        drains = tuple(
-            Drain(_workload(x, f"{path}.drains[{j}]"), _read_spot(x, "from", f"{path}.drains[{j}]"))
-            for j, x in enumerate(f.lst(rd.get("drains", []), f"{path}.drains"))
-        )
-        moves = tuple(
-            Move(
-                _workload(x, p := f"{path}.moves[{j}]"),
-                _read_spot(x, "from", p),
-                _read_spot(x, "to", p),
-                _kind(x, p),
-                bool(f.obj(x, p).get("park", False)),
+        rd = f.obj(r, path, optional=("round", "drains", "moves", "creates"))
+        if "round" in rd and f.integer(rd["round"], f"{path}.round") != i + 1:
+            raise InstanceError(f"{path}.round", f"must be {i + 1}, got {rd['round']!r}")
+        drains = []
+        for j, x in enumerate(f.lst(rd.get("drains", []), f"{path}.drains")):
+            p = f"{path}.drains[{j}]"
+            x = f.obj(x, p, required=("workload", "from"))
+            drains.append(Drain(f.string(x["workload"], f"{p}.workload"), _spot_of(x["from"], f"{p}.from")))
+        moves = []
+        for j, x in enumerate(f.lst(rd.get("moves", []), f"{path}.moves")):
+            p = f"{path}.moves[{j}]"
+            x = f.obj(x, p, required=("workload", "from", "to", "kind"), optional=("park",))
+            moves.append(
+                Move(
+                    f.string(x["workload"], f"{p}.workload"),
+                    _spot_of(x["from"], f"{p}.from"),
+                    _spot_of(x["to"], f"{p}.to"),
+                    _kind(x["kind"], f"{p}.kind"),
+                    f.boolean(x.get("park", False), f"{p}.park"),
+                )
             )
-            for j, x in enumerate(f.lst(rd.get("moves", []), f"{path}.moves"))
-        )
         creates = []
         for j, x in enumerate(f.lst(rd.get("creates", []), f"{path}.creates")):
             p = f"{path}.creates[{j}]"
-            restored = "from" in f.obj(x, p)
+            x = f.obj(x, p, required=("workload", "to"), optional=("from", "kind"))
+            restored = "from" in x
+            if restored != ("kind" in x):
+                raise InstanceError(p, "a restore has both 'from' and 'kind', a new workload neither")
             creates.append(
                 Create(
-                    _workload(x, p),
-                    _read_spot(x, "to", p),
-                    _read_spot(x, "from", p) if restored else None,
-                    _kind(x, p) if restored else None,
+                    f.string(x["workload"], f"{p}.workload"),
+                    _spot_of(x["to"], f"{p}.to"),
+                    _spot_of(x["from"], f"{p}.from") if restored else None,
+                    _kind(x["kind"], f"{p}.kind") if restored else None,
                 )
             )
-        rounds.append(Round(drains, moves, tuple(creates)))
+        rounds.append(Round(tuple(drains), tuple(moves), tuple(creates)))
     final: dict[str, Spot] = {}
     for i, x in enumerate(f.lst(d.get("final", []), "final")):
         p = f"final[{i}]"
-        final[_workload(x, p)] = (f.string(f.obj(x, p).get("gpu"), f"{p}.gpu"), _start(x, p))
+        x = f.obj(x, p, required=("workload", "gpu", "start"))
+        final[f.string(x["workload"], f"{p}.workload")] = (
+            f.string(x["gpu"], f"{p}.gpu"),
+            f.integer(x["start"], f"{p}.start"),
+        )
     disrupted = tuple(
         f.string(w, f"disrupted[{i}]") for i, w in enumerate(f.lst(d.get("disrupted", []), "disrupted"))
     )
+    metrics = d.get("metrics", {})
+    f.obj(
+        metrics, "metrics", optional=metrics if isinstance(metrics, dict) else ()
+    )  # any names, numbers only
     return Plan(
-        instance=f.string(d.get("instance"), "instance"),
+        instance=f.string(d["instance"], "instance"),
         semantics=semantics,  # type: ignore[arg-type]  # checked against SEMANTICS above
-        method=str(d.get("method", "")),
+        method=f.string(d.get("method", ""), "method", nonempty=False),
         rounds=tuple(rounds),
         final=final,
         disrupted=disrupted,
-        metrics={str(k): float(v) for k, v in f.obj(d.get("metrics", {}), "metrics").items()},
-        runtime_s=float(d.get("runtime_s", 0.0)),
-        message=str(d.get("message", "")),
+        metrics={str(k): f.number(v, f"metrics.{k}") for k, v in metrics.items()},
+        runtime_s=f.number(d.get("runtime_s", 0.0), "runtime_s"),
+        message=f.string(d.get("message", ""), "message", nonempty=False),
     )
 
 
-def _workload(x: Any, path: str) -> str:
-    return f.string(f.obj(x, path).get("workload"), f"{path}.workload")
+def _spot_of(x: Any, path: str) -> Spot:
+    """A ``{gpu, start}`` object."""
+    d = f.obj(x, path, required=("gpu", "start"))
+    return f.string(d["gpu"], f.join(path, "gpu")), f.integer(d["start"], f.join(path, "start"))
 
 
-def _start(x: Any, path: str) -> int:
-    value = f.obj(x, path).get("start")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InstanceError(f"{path}.start", f"must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _read_spot(x: Any, key: str, path: str) -> Spot:
-    spot = f.obj(f.obj(x, path).get(key), f"{path}.{key}")
-    return f.string(spot.get("gpu"), f"{path}.{key}.gpu"), _start(spot, f"{path}.{key}")
-
-
-def _kind(x: Any, path: str) -> str:
-    kind = f.obj(x, path).get("kind")
-    if kind not in KINDS:
-        raise InstanceError(f"{path}.kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
-    return str(kind)
+def _kind(value: Any, path: str) -> str:
+    if value not in KINDS:
+        raise InstanceError(path, f"must be one of {', '.join(KINDS)}, got {value!r}")
+    return str(value)
