@@ -199,15 +199,18 @@ def test_grmu_defragmentation_makes_room() -> None:
 
 def test_defragmentation_moves_every_mover_without_overlap() -> None:
     # 1g.5gb at 0, 6 and 5, in placement order. Default starts on an empty GPU go 6,
-    # 4, 5: r0-0 must move onto r0-1's slot 6 while r0-1 moves to 4, so moving one at
-    # a time would overlap; removing both movers first keeps every step valid.
+    # 4, 5: r0-0 must move onto r0-1's slot 6 while r0-1 moves to 4, so moving r0-0
+    # first would overlap; the plan moves r0-1 in round 1 and r0-0 in round 2.
     inst = cluster_of([[("1g.5gb", 0), ("1g.5gb", 6), ("1g.5gb", 5)]])
     cluster = Cluster(inst)
     policy = Grmu(heavy=None)
     policy.start(cluster, np.random.default_rng(0))
     moves = policy.defragment(cluster)
     assert {wid: s for wid, (_, s) in cluster.placed.items()} == {"r0-0": 6, "r0-1": 4, "r0-2": 5}
-    assert [(m.workload, m.source[1], m.target[1]) for m in moves] == [("r0-0", 0, 6), ("r0-1", 6, 4)]
+    assert [(m.workload, m.source[1], m.target[1], m.round) for m in moves] == [
+        ("r0-1", 6, 4, 1),
+        ("r0-0", 0, 6, 2),
+    ]
     assert cluster.moves["intra_gpu"] == 2 and len(cluster.log) == 2
     assert int(cluster.mask[0]) == 0b01110000
     assert tables_for(A100).grmu[0b01100001] == 6.5 and tables_for(A100).grmu[0b01110000] == 2.5

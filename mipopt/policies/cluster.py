@@ -15,13 +15,20 @@ one-model cluster).
 A workload normally occupies its own profile on the GPU's model. MIG-Adapter places a
 request at a larger profile ("borrowing"): pass that profile to :meth:`Cluster.place`;
 the cluster remembers it per workload, so removing and moving stay exact.
+
+Relocations of running workloads that must be safe at every instant (GRMU's
+defragmentation and consolidation) go through :meth:`Cluster.migrate`: the migration
+planner (:func:`mipopt.migrate.graph.graph_rounds`, create-before-destroy) plans them on a
+small instance cut from the cluster, and the cluster executes the plan's rounds: parking
+moves and drains (disruptive moves) included, each counted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Self
@@ -31,10 +38,12 @@ import numpy.typing as npt
 
 from mipopt.catalog import GpuModel, Profile
 from mipopt.geometry import GeometryTables, tables_for
-from mipopt.instance import Instance, Workload
+from mipopt.instance import Host, Instance, Placement, Workload
+from mipopt.migrate.graph import graph_rounds
+from mipopt.migrate.plan import Round
 from mipopt.preprocess.partitions import preference_order
 
-__all__ = ["Cluster", "Group", "Move", "id_key", "preferred_starts"]
+__all__ = ["MOVE_KINDS", "PLAN_COUNTS", "Cluster", "Group", "Move", "id_key", "preferred_starts"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -42,6 +51,10 @@ _DIGITS = re.compile(r"(\d+)")
 
 #: Kinds of moves, as the verifier counts them.
 MOVE_KINDS = ("intra_gpu", "inter_gpu", "inter_host")
+#: What :meth:`Cluster.migrate` counts of the plans it executes (``Cluster.planned``).
+PLAN_COUNTS = ("plans", "plan_rounds", "parking_moves", "disruptive_moves")
+#: How many times :meth:`Cluster.migrate` widens its cut of the cluster to avoid a drain.
+SPARE_ROUNDS = 3
 
 
 def id_key(identifier: str) -> tuple[str | int, ...]:
@@ -109,12 +122,21 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class Move:
-    """One executed migration: GPU positions and starts before and after, and its kind."""
+    """One executed migration: GPU positions and starts before and after, and its kind.
+
+    A move of a plan (:meth:`Cluster.migrate`) carries its round (1, 2, ...; 0 for a
+    direct :meth:`Cluster.move`), whether it parks the workload on the way to its target,
+    and whether it restores a drained workload (``disruptive``: the workload was down
+    from its drain, in the same or an earlier round, until this move).
+    """
 
     workload: str
     source: tuple[int, int]
     target: tuple[int, int]
     kind: str  # one of MOVE_KINDS
+    round: int = 0
+    park: bool = False
+    disruptive: bool = False
 
 
 class Cluster:
@@ -143,7 +165,11 @@ class Cluster:
     placed
         Workload id -> (GPU id, start) of everything on the cluster now.
     moves
-        Counter of executed moves by kind; ``log`` the moves themselves.
+        Counter of executed moves by kind (parks and restores included); ``log`` the
+        moves themselves.
+    planned
+        Counter of :data:`PLAN_COUNTS`: plans executed by :meth:`migrate`, their rounds,
+        parking moves and disruptive moves (drains).
     """
 
     def __init__(self, instance: Instance) -> None:
@@ -163,6 +189,9 @@ class Cluster:
         self.cpu_cap = np.array([np.inf if h.cpu is None else h.cpu for h in instance.hosts])
         self.ram_cap = np.array([np.inf if h.ram_gb is None else h.ram_gb for h in instance.hosts])
         self.position = {g.id: k for k, g in enumerate(gpus)}
+        self.host_gpus: list[list[int]] = [[] for _ in instance.hosts]  # host position -> GPU positions
+        for k, j in enumerate(self.host.tolist()):
+            self.host_gpus[j].append(k)
         groups: dict[str, list[int]] = {}
         for k, g in enumerate(gpus):
             groups.setdefault(g.model.name, []).append(k)
@@ -175,6 +204,7 @@ class Cluster:
         # order); GPUs without workloads have no entry, so a copy costs the busy GPUs only.
         self._on: dict[int, dict[str, None]] = {}
         self.moves: Counter[str] = Counter()
+        self.planned: Counter[str] = Counter()
         self.log: list[Move] = []
         for w in instance.running:
             assert w.placement is not None
@@ -318,28 +348,186 @@ class Cluster:
         return self._record(w.id, (self.position[gpu_id], old_start), (k, start))
 
     def rearrange(self, k: int, target: dict[str, int]) -> list[Move]:
-        """Move GPU ``k``'s workloads to the starts of ``target`` (intra-GPU migrations).
+        """Move GPU ``k``'s workloads to the starts of ``target`` (intra-GPU migrations), through :meth:`migrate`.
 
-        :meth:`move` removes and places one workload at a time, so a workload could land
-        on slots another mover has not left yet; all movers are taken off first, then
-        put back at their new starts, each at the profile it occupied. Each counts as
-        one intra-GPU move.
+        Each workload keeps the profile it occupies. Moving one workload at a time could
+        land it on slots another mover has not left yet; the plan orders the moves and
+        parks (or drains) a workload where the new arrangement is a cycle of waits.
         """
-        movers = [self.instance.workload(wid) for wid, s in target.items() if self.placed[wid][1] != s]
-        profiles = {w.id: self.occupied_profile(w.id).name for w in movers}
-        old = {w.id: self.remove(w)[1] for w in movers}
-        for w in movers:
-            self.place(w, k, target[w.id], profiles[w.id])
-        return [self._record(w.id, (k, old[w.id]), (k, target[w.id])) for w in movers]
+        return self.migrate({wid: (k, start) for wid, start in target.items()})
 
-    def _record(self, wid: str, source: tuple[int, int], target: tuple[int, int]) -> Move:
+    def migrate(self, target: Mapping[str, tuple[int, int]]) -> list[Move]:
+        """Relocate running workloads through the migration planner; the moves executed, in order.
+
+        The graph planner (:func:`mipopt.migrate.graph.graph_rounds`, ``create-first``:
+        a move's target is created before its source is destroyed) plans on a small
+        instance cut from the cluster: the GPUs of the moves' sources and targets, every
+        other GPU of their hosts (room to park), their occupants at the profiles they
+        occupy (a MIG-Adapter borrower at its borrowed one, on its model), and each host
+        with what the rest of the cluster leaves of its cpu and ram. When the plan drains
+        a workload, the cut gains a GPU of the same model where that workload fits now
+        (an empty one first) and is planned again, at most :data:`SPARE_ROUNDS` times.
+        The rounds are then executed in order, each as drains, moves (parks too),
+        restores; every relocation is recorded as :meth:`move` records it, and
+        :attr:`planned` counts the plan, its rounds, its parks and its drains.
+
+        Parameters
+        ----------
+        target
+            Workload id -> (GPU position, start) of running workloads; it must be a
+            valid placement of them given where the others are (the policies compute it
+            on the cluster's rules). Workloads already at their target stay.
+
+        Returns
+        -------
+        list[Move]
+            Every relocation made, parks and restores of drained workloads included,
+            with its round; empty when nothing moves (no plan is counted then). The
+            movers end last in their GPUs' placement order (:meth:`on_gpu`), in the
+            order of ``target``, as if each were removed and placed again.
+        """
+        moving: dict[str, tuple[str, int]] = {}
+        for wid, (k, start) in target.items():
+            spot = (self.instance.gpus[k].id, start)
+            if self.placed[wid] != spot:
+                moving[wid] = spot
+        if not moving:
+            return []
+        ks = {self.position[self.placed[wid][0]] for wid in moving} | {
+            self.position[g] for g, _ in moving.values()
+        }
+        cut = {k2 for j in {int(self.host[k]) for k in ks} for k2 in self.host_gpus[j]}
+        rounds = self._plan(cut, moving)
+        for _ in range(SPARE_ROUNDS):
+            drained = [d.workload for r in rounds for d in r.drains]
+            spare = self._spare(drained, cut)
+            if not spare:
+                break
+            cut |= spare
+            rounds = self._plan(cut, moving)
+        done = self._execute(rounds)
+        # The movers end last in their GPU's placement order, in the order of ``target``, as
+        # if removed and placed again whatever the plan's order: GRMU's mock arrangement
+        # reads that order, and a different one would make the next defragmentation move
+        # the same workloads back and forth.
+        for wid, (gpu_id, _) in moving.items():
+            on = self._on[self.position[gpu_id]]
+            del on[wid]
+            on[wid] = None
+        return done
+
+    def _plan(self, cut: set[int], moving: Mapping[str, tuple[str, int]]) -> list[Round]:
+        """The graph planner's rounds for ``moving`` on the instance of the GPUs ``cut`` (see :meth:`migrate`)."""
+        inst = self.instance
+        gpus = []
+        hosts: dict[int, list[str]] = {}
+        workloads: list[Workload] = []
+        cpu: defaultdict[int, float] = defaultdict(float)
+        ram: defaultdict[int, float] = defaultdict(float)
+        for k in sorted(cut):
+            g = inst.gpus[k]
+            j = int(self.host[k])
+            gpus.append(g)
+            hosts.setdefault(j, []).append(g.id)
+            for wid in self._on.get(k, ()):
+                w = inst.workload(wid)
+                gpu_id, start = self.placed[wid]
+                p = self.profile_of[wid]
+                if p != self._index(w, g.model, None):  # a borrower, kept at its profile and model
+                    w = dataclasses.replace(w, profile=g.model.profiles[p].name, gpu_models=(g.model.name,))
+                workloads.append(dataclasses.replace(w, placement=Placement(gpu_id, start)))
+                cpu[j] += w.cpu
+                ram[j] += w.ram_gb
+        host_list = []
+        for j, ids in hosts.items():
+            h = inst.hosts[j]
+            # What the GPUs outside the cut hold of the host's cpu and ram is not for the plan.
+            host_cpu = None if h.cpu is None else h.cpu - (float(self.cpu[j]) - cpu[j])
+            host_ram = None if h.ram_gb is None else h.ram_gb - (float(self.ram[j]) - ram[j])
+            host_list.append(Host(h.id, tuple(ids), host_cpu, host_ram, h.weight))
+        sub = Instance(
+            f"{inst.name}-migration", tuple(host_list), tuple(gpus), tuple(workloads), inst.custom_models
+        )
+        placement = {w.id: moving.get(w.id, self.placed[w.id]) for w in workloads}
+        return graph_rounds(sub, placement, "create-first")
+
+    def _spare(self, drained: Iterable[str], cut: set[int]) -> set[int]:
+        """Per drained workload, a GPU outside ``cut`` of its model where it fits now at its profile (empty first)."""
+        spare: set[int] = set()
+        for wid in drained:
+            w = self.instance.workload(wid)
+            k = self.position[self.placed[wid][0]]
+            model = self.model(k)
+            group = next(g for g in self.groups if g.model is model)
+            bits = self.legal(w, model.profiles[self.profile_of[wid]].name)[group.ks]
+            taken = np.isin(group.ks, list(cut | spare))
+            fits = (bits != 0) & ~taken
+            empty = fits & (self.mask[group.ks] == 0)
+            pick = np.flatnonzero(empty if empty.any() else fits)
+            if pick.size:
+                spare.add(int(group.ks[pick[0]]))
+        return spare
+
+    def _execute(self, rounds: list[Round]) -> list[Move]:
+        """Carry out a plan's rounds on the cluster state; the moves made."""
+        done: list[Move] = []
+        down: dict[str, tuple[tuple[int, int], str]] = {}  # drained workload -> (source, profile)
+        for number, rnd in enumerate(rounds, start=1):
+            for d in rnd.drains:
+                w = self.instance.workload(d.workload)
+                profile = self.occupied_profile(d.workload).name
+                gpu_id, start = self.remove(w)
+                down[d.workload] = ((self.position[gpu_id], start), profile)
+            for m in rnd.moves:
+                w = self.instance.workload(m.workload)
+                profile = self.occupied_profile(m.workload).name
+                gpu_id, start = self.remove(w)
+                k = self.position[m.target[0]]
+                self._place_checked(w, k, m.target[1], profile)
+                done.append(
+                    self._record(m.workload, (self.position[gpu_id], start), (k, m.target[1]), number, m.park)
+                )
+            for c in rnd.creates:
+                source, profile = down.pop(c.workload)
+                w = self.instance.workload(c.workload)
+                k = self.position[c.target[0]]
+                self._place_checked(w, k, c.target[1], profile)
+                done.append(self._record(c.workload, source, (k, c.target[1]), number, disruptive=True))
+            parks = sum(m.park for m in rnd.moves)
+            if parks:  # counts that never happen get no key, as in ``moves``
+                self.planned["parking_moves"] += parks
+            if rnd.drains:
+                self.planned["disruptive_moves"] += len(rnd.drains)
+        assert not down, f"drained and never restored: {sorted(down)}"
+        self.planned["plans"] += 1
+        self.planned["plan_rounds"] += len(rounds)
+        return done
+
+    def _place_checked(self, w: Workload, k: int, start: int, profile: str) -> None:
+        """:meth:`place`, refusing slots that are taken (a plan that breaks a rule is a planner bug)."""
+        model = self.model(k)
+        p = model.index(profile)
+        assert p is not None and not self.mask[k] & model.profiles[p].slot_mask(start), (
+            f"{w.id}: {profile} at {start} on GPU {k} overlaps"
+        )
+        self.place(w, k, start, profile)
+
+    def _record(
+        self,
+        wid: str,
+        source: tuple[int, int],
+        target: tuple[int, int],
+        number: int = 0,
+        park: bool = False,
+        disruptive: bool = False,
+    ) -> Move:
         if source[0] == target[0]:
             kind = "intra_gpu"
         elif self.host[source[0]] == self.host[target[0]]:
             kind = "inter_gpu"
         else:
             kind = "inter_host"
-        move = Move(wid, source, target, kind)
+        move = Move(wid, source, target, kind, number, park, disruptive)
         self.moves[kind] += 1
         self.log.append(move)
         return move
@@ -354,5 +542,6 @@ class Cluster:
         other.profile_of = dict(self.profile_of)
         other._on = {k: dict(on) for k, on in self._on.items()}
         other.moves = Counter(self.moves)
+        other.planned = Counter(self.planned)
         other.log = list(self.log)
         return other

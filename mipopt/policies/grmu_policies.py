@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -214,6 +215,14 @@ class Grmu(Policy):
       "any"; this keeps the low indices that first fit prefers busy), which becomes
       full, and the emptied GPU goes back to the pool.
 
+    Both migrations run through the migration planner
+    (:meth:`Cluster.migrate <mipopt.policies.cluster.Cluster.migrate>`, create before
+    destroy). A rearrangement that is a cycle of waits (two workloads trading slots, or
+    one moving onto slots it holds) parks a workload in free space on the way, or, with
+    no free space anywhere it may go, drains it (a disruptive move); the cluster counts
+    the plans' rounds, parks and drains. A MIG-Adapter borrower moves at the profile it
+    occupies.
+
     Parameters
     ----------
     heavy
@@ -312,7 +321,7 @@ class Grmu(Policy):
     # --- migrations
 
     def defragment(self, cluster: Cluster) -> list[Move]:
-        """Alg. 4: rearrange the most fragmented light GPU to its default placement; the moves made."""
+        """Alg. 4: rearrange the most fragmented light GPU to its default placement; the moves made (parks too)."""
         frag = np.full(len(cluster.mask), -1.0)
         for g in cluster.groups:
             frag[g.at] = g.tables.grmu.take(cluster.mask[g.at])
@@ -326,7 +335,7 @@ class Grmu(Policy):
         return cluster.rearrange(k, target)
 
     def consolidate(self, cluster: Cluster) -> list[Move]:
-        """Alg. 5: pair half-full single-instance light GPUs so one fills and the other empties."""
+        """Alg. 5: pair half-full single-instance light GPUs so one fills and the other empties; the moves made."""
         half = np.zeros(len(cluster.mask), dtype=bool)
         for g in cluster.groups:
             lower = (1 << (g.model.slots // 2)) - 1
@@ -343,15 +352,25 @@ class Grmu(Policy):
             w = cluster.instance.workload(wid)
             if w.pinned:
                 continue
-            start = default_starts(cluster, w)
+            start = default_starts(cluster, _as_placed(cluster, w))
             partners = [k for k in sorted(left) if k != source and start[k] >= 0]
             if not partners:
                 continue
             target = partners[0]
-            moves.append(cluster.move(w, target, int(start[target])))
+            moves += cluster.migrate({wid: (target, int(start[target]))})
             left -= {source, target}
             self.basket[source] = POOL
         return moves
+
+
+def _as_placed(cluster: Cluster, w: Workload) -> Workload:
+    """``w`` as it runs now: a MIG-Adapter borrower asks for the profile it occupies, on its GPU's model."""
+    k = cluster.position[cluster.placed[w.id][0]]
+    model = cluster.model(k)
+    p = cluster.profile_of[w.id]
+    if p == cluster.profile_index(w, model):
+        return w
+    return replace(w, profile=model.profiles[p].name, gpu_models=(model.name,))
 
 
 def mock_arrangement(cluster: Cluster, k: int) -> dict[str, int] | None:

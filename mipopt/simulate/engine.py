@@ -9,14 +9,21 @@ in FIFO order after every departure and tick, and a request that waited longer t
 timeout is dropped. A placed request leaves ``duration`` after it was placed.
 
 The state is a :class:`~mipopt.policies.cluster.Cluster`; every migration a policy makes
-goes through it and is counted by kind. ``debug=True`` checks the state with the
-independent verifier after every event.
+goes through it and is counted by kind. GRMU's defragmentation and consolidation run
+through the migration planner (:meth:`Cluster.migrate
+<mipopt.policies.cluster.Cluster.migrate>`, create before destroy): a plan's parking moves
+are migrations too, and its drains are counted as disruptive moves. ``debug=True``
+checks the state with the independent verifier after every event (after a whole plan:
+the planner checks the states inside it).
 
 The time series has one row per ``bucket`` (default one time unit: a slot or an hour),
-sampled at the bucket's end (before the events of that instant): arrivals and acceptances (overall and per profile,
-cumulative), active hosts and GPUs, GRMU hardware (Eq. 4), memory and compute
-utilization of the cluster, mean fragmentation of the active GPUs (FBK's F and GRMU's
-value, from the geometry tables), migrations by kind, queue length.
+sampled at the bucket's end (before the events of that instant): arrivals and
+acceptances (overall and per profile, cumulative), active hosts and GPUs, GRMU hardware
+(Eq. 4), memory and compute utilization of the cluster, mean fragmentation of the active
+GPUs (FBK's F and GRMU's value, from the geometry tables), queue length, and, cumulative,
+migrations by kind (``moves_intra_gpu``, ``moves_inter_gpu``, ``moves_inter_host``: every
+executed relocation, parks and restores of drained workloads included) and the plans'
+counts (``plans``, ``plan_rounds``, ``parking_moves``, ``disruptive_moves``).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from mipopt.instance import Instance, Status, Termination
-from mipopt.policies.cluster import MOVE_KINDS, Cluster
+from mipopt.policies.cluster import MOVE_KINDS, PLAN_COUNTS, Cluster
 from mipopt.policies.online import Policy
 from mipopt.simulate.trace import Trace
 from mipopt.verify import solution_for, verify
@@ -61,7 +68,9 @@ class SimulationResult:
     summary
         Totals: arrivals, accepted, acceptance rate, per-profile acceptance, hardware
         area (sum of hardware x bucket width, GRMU Table 6), mean active GPUs,
-        migrations by kind and per accepted workload, runtime.
+        migrations (every executed relocation, parks included) by kind and per
+        accepted workload, the plans' counts (plans, rounds, parking and disruptive
+        moves), runtime.
     placed
         The final placement (workload id -> (GPU id, start)).
     """
@@ -115,6 +124,7 @@ class _State:
             "fragmentation_fbk": fbk / n_active if n_active else 0.0,
             "fragmentation_grmu": grmu / n_active if n_active else 0.0,
             **{f"moves_{k}": c.moves[k] for k in MOVE_KINDS},
+            **{k: c.planned[k] for k in PLAN_COUNTS},
         }
         row["acceptance"] = row["accepted"] / row["arrived"] if row["arrived"] else 1.0
         for p in self.profiles:
@@ -269,6 +279,7 @@ def _summary(series: pd.DataFrame, state: _State, bucket: float, runtime_s: floa
         "mean_memory_utilization": float(series["memory_utilization"].mean()),
         "mean_fragmentation_fbk": float(series["fragmentation_fbk"].mean()),
         **moves,
+        **{k: int(last[k]) for k in PLAN_COUNTS},
         "migrations": total_moves,
         "migrations_per_accepted": total_moves / accepted if accepted else 0.0,
         "runtime_s": runtime_s,
