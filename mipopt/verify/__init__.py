@@ -1,7 +1,9 @@
 """The independent verifier: every rule, and the objectives and metrics recomputed.
 
-It reads the catalog's placement lists and builds slot sets itself; it shares
-no placement code (legal-start tables, default placement, policies, models)
+It reads the catalog's placement lists and builds slot sets itself
+(:mod:`mipopt.verify.rules`, one rule set for a solution and for each round of a
+migration plan, which :func:`verify_plan` replays); it shares no placement code
+(legal-start tables, default placement, policies, models, the migration planner)
 with the methods it checks. It uses :mod:`mipopt.geometry.reference` only for
 the definitions of the scores it reports (CC, fragmentation, waste).
 """
@@ -16,8 +18,22 @@ from typing import Any
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.geometry import reference as geo
 from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination, Workload
+from mipopt.verify.plan import PlanReport, verify_plan
+from mipopt.verify.rules import Breach, Held, StateCheck, check_state
 
-__all__ = ["Report", "evaluate", "no_solution", "solution_for", "verify"]
+__all__ = [
+    "Breach",
+    "Held",
+    "PlanReport",
+    "Report",
+    "StateCheck",
+    "check_state",
+    "evaluate",
+    "no_solution",
+    "solution_for",
+    "verify",
+    "verify_plan",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,38 +68,32 @@ def verify(instance: Instance, solution: Solution) -> Report:
     if solution.instance != instance.name:
         v.append(f"instance: solution is for {solution.instance!r}, not {instance.name!r}")
 
-    placed: dict[str, tuple[Assignment, Profile]] = {}
+    # each placement alone: unknown or placed twice here, its GPU, model and start by the shared rules
+    alone: dict[int, str] = {}  # placement index -> its violation
+    held: list[Held] = []
+    index: dict[str, int] = {}  # holder id -> placement index
     seen: dict[str, int] = {}
     for i, a in enumerate(solution.placements):
         path = f"placements[{i}]"
         if not instance.has_workload(a.workload):
-            v.append(f"{path}.workload: {a.workload!r} is not a workload of the instance")
+            alone[i] = f"{path}.workload: {a.workload!r} is not a workload of the instance"
             continue
         if a.workload in seen:
-            v.append(f"{path}.workload: {a.workload!r} is placed twice (also placements[{seen[a.workload]}])")
+            alone[i] = (
+                f"{path}.workload: {a.workload!r} is placed twice (also placements[{seen[a.workload]}])"
+            )
             continue
         seen[a.workload] = i
-        if not instance.has_gpu(a.gpu):
-            v.append(f"{path}.gpu: {a.gpu!r} is not a GPU of the instance")
-            continue
-        w = instance.workload(a.workload)
-        model = instance.gpu(a.gpu).model
-        if w.gpu_models is not None and model.name not in w.gpu_models:
-            v.append(
-                f"{path}.gpu: {a.gpu!r} ({model.name}) is excluded: workload {w.id!r} allows only {', '.join(w.gpu_models)}"
-            )
-            continue
-        profile = model.find(w.profile)
-        if profile is None:
-            v.append(f"{path}.gpu: {w.profile!r} (workload {w.id!r}) is not a profile of {model.name}")
-            continue
-        if (a.start, profile.memory_slots) not in profile.placements:
-            starts = ", ".join(str(s) for s, _ in profile.placements)
-            v.append(
-                f"{path}.start: {a.start} is not a legal start of {profile.name} on {model.name} ({starts})"
-            )
-            continue
-        placed[w.id] = (a, profile)
+        held.append((path, a.workload, a.gpu, a.start))
+        index[path] = i
+    state = check_state(instance, held)
+    alone.update((index[b.holder], b.message()) for b in state.breaches if b.field is not None)
+    v += [alone[i] for i in sorted(alone)]
+    placed = {
+        solution.placements[i].workload: solution.placements[i]
+        for p, i in index.items()
+        if p in state.profiles
+    }
 
     rejected: set[str] = set()
     for i, r in enumerate(solution.rejected):
@@ -103,7 +113,7 @@ def verify(instance: Instance, solution: Solution) -> Report:
         elif w.id not in seen and w.id not in rejected:
             v.append(f"workload {w.id!r}: neither placed nor rejected")
         if w.pinned and w.id in placed:
-            a, _ = placed[w.id]
+            a = placed[w.id]
             assert w.placement is not None
             if (a.gpu, a.start) != (w.placement.gpu, w.placement.start):
                 v.append(
@@ -111,52 +121,15 @@ def verify(instance: Instance, solution: Solution) -> Report:
                     f"placed at {a.gpu}:{a.start}"
                 )
 
-    # per-GPU rules, from slot sets built here
-    owner: dict[str, dict[int, str]] = defaultdict(dict)
-    count: dict[tuple[str, str], int] = defaultdict(int)
-    media: dict[str, list[str]] = defaultdict(list)
-    compute: dict[str, int] = defaultdict(int)
-    cpu: dict[str, float] = defaultdict(float)
-    ram: dict[str, float] = defaultdict(float)
-    for wid, (a, profile) in placed.items():
-        slots = owner[a.gpu]
-        clash = sorted({slots[s] for s in range(a.start, a.start + profile.memory_slots) if s in slots})
-        for other in clash:
-            v.append(f"GPU {a.gpu!r}: {wid!r} overlaps {other!r}")
-        for s in range(a.start, a.start + profile.memory_slots):
-            slots.setdefault(s, wid)
-        count[a.gpu, profile.name] += 1
-        if profile.media_extension:
-            media[a.gpu].append(wid)
-        compute[a.gpu] += profile.compute
-        w = instance.workload(wid)
-        host = instance.gpu(a.gpu).host
-        cpu[host] += w.cpu
-        ram[host] += w.ram_gb
-    for (gpu_id, name), n in sorted(count.items()):
-        limit = instance.gpu(gpu_id).model.profile(name).max_instances
-        if n > limit:
-            v.append(f"GPU {gpu_id!r}: {n} instances of {name}, at most {limit}")
-    for gpu_id, holders in sorted(media.items()):
-        if len(holders) > 1:
-            v.append(
-                f"GPU {gpu_id!r}: {len(holders)} +me instances ({', '.join(holders)}), at most one per GPU"
-            )
-    for gpu_id, slices in sorted(compute.items()):
-        limit = instance.gpu(gpu_id).model.compute_slices
-        if slices > limit:
-            v.append(f"GPU {gpu_id!r}: uses {slices} compute slices, has {limit}")
-    for h in instance.hosts:
-        for what, used, cap in (("cpu", cpu[h.id], h.cpu), ("ram_gb", ram[h.id], h.ram_gb)):
-            if cap is not None and used > cap + 1e-9:
-                v.append(f"host {h.id!r}: {what} {used:g} > capacity {cap:g}")
+    # the rules of the GPUs and hosts as a whole (shared with verify_plan)
+    v += [b.message() for b in state.breaches if b.field is None]
 
     if solution.status is Status.NONE and solution.placements:
         v.append("status: 'none' but the solution places workloads")
     if solution.status is Status.OPTIMAL and solution.termination is not Termination.OPTIMAL:
         v.append(f"status: 'optimal' with termination {solution.termination.value!r}")
 
-    objectives, metrics = evaluate(instance, {wid: (a.gpu, a.start) for wid, (a, _) in placed.items()})
+    objectives, metrics = evaluate(instance, {wid: (a.gpu, a.start) for wid, a in placed.items()})
     if solution.objectives is not None:
         for key, got in solution.objectives.to_dict().items():
             want = getattr(objectives, key)
