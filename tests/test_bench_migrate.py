@@ -1,0 +1,144 @@
+"""Smoke test of benchmarks/bench_migrate.py at tiny sizes, into a tmp dir; its target generators."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from mipopt.instance import Status, Termination
+from mipopt.verify import PlanReport, solution_for, verify
+from mipopt.workloads.ibm import ibm_instance
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "bench_migrate.py"
+COMMITTED = [ROOT / "benchmarks" / "results" / "migrate.csv", ROOT / "benchmarks" / "README.md"]
+
+COLUMNS = [
+    "commit", "date", "machine", "python", "case", "gpus", "seed", "target", "target_runtime_s", "method",
+    "workloads", "movers", "rounds", "moves", "extra_moves", "disruptive_moves", "moved_memory_slots",
+    "moves_intra_gpu", "moves_inter_gpu", "moves_inter_host", "sequential_migrations", "repeats", "runtime_s",
+    "max_runtime_s", "planner", "proven", "valid", "message",
+]  # fmt: skip
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def _bench() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_migrate", SCRIPT)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up there
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_migrate_benchmark_small(tmp_path: Path) -> None:
+    before = [_digest(p) for p in COMMITTED]
+    out = tmp_path / "out"
+    subprocess.run(
+        [
+            sys.executable, str(SCRIPT), "--out-dir", str(out), "--readme", str(out / "README.md"),
+            "--sizes", "4", "16", "--seeds", "1", "--repeats", "2", "--wpm-max-gpus", "4", "--wpm-time-limit", "5",
+            "--exact-max-gpus", "4", "--exact-time-limit", "10", "--compaction-max-gpus", "4", "--target-gpus", "16",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    with (out / "migrate.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == COLUMNS
+        rows = list(reader)
+    exact = _bench().exact_available()
+    seen = {(r["gpus"], r["case"], r["target"], r["method"]) for r in rows}
+    expected = {
+        ("4", case, target, method)
+        for case, target in [
+            ("compaction", "wpm"), ("compaction", "rule-based"), ("reconfiguration", "wpm"),
+            ("reconfiguration", "rule-based"), ("random", "random"), ("full-cycles", "random"),
+            ("full-permuted", "random"),
+        ]
+        for method in (["graph", "exact"] if exact else ["graph"])
+    }  # fmt: skip
+    # 16 GPUs: above the WPM, rule-based compaction and exact limits
+    expected |= {
+        ("16", case, target, "graph")
+        for case, target in [
+            ("reconfiguration", "rule-based"), ("random", "random"), ("full-cycles", "random"),
+            ("full-permuted", "random"),
+        ]
+    }  # fmt: skip
+    assert seen == expected
+    assert len(rows) == len(expected)
+    assert all(r["valid"] == "True" for r in rows)
+    for r in rows:
+        assert int(r["movers"]) <= int(r["workloads"])
+        # every mover moves (no creates here), and parks and drains come on top of direct moves
+        assert int(r["moves"]) == int(r["movers"]) + int(r["extra_moves"])
+        kinds = ("moves_intra_gpu", "moves_inter_gpu", "moves_inter_host")
+        assert sum(int(r[k]) for k in kinds) == int(r["moves"])
+        if r["method"] == "graph":
+            assert r["planner"] == "graph" and r["proven"] == "" and r["repeats"] == "2"
+        else:
+            assert r["proven"] in ("True", "False") and r["repeats"] == "1"
+    # a full cluster has nowhere to park: its cycles are broken by drains
+    assert all(int(r["disruptive_moves"]) > 0 for r in rows if r["case"] == "full-cycles")
+    text = (out / "README.md").read_text()
+    assert "<!-- migrate:begin -->" in text and "<!-- migrate:end -->" in text
+    assert "Target: a 16-GPU plan in under 2 s with the graph planner: PASS" in text
+    assert ("Rounds: fewer / same / more" in text) == exact
+    assert [_digest(p) for p in COMMITTED] == before
+
+
+def test_invalid_plan_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench()
+    args = bench.parse_args(["--sizes", "4", "--seeds", "1", "--cases", "random", "--repeats", "1"])
+    (case,) = bench.cases(args)
+    monkeypatch.setattr(bench, "verify_plan", lambda *_a, **_k: PlanReport(False, ("rounds[0]: broken",)))
+    with pytest.raises(RuntimeError, match="invalid plan: rounds\\[0\\]: broken"):
+        bench.plan_rows(case, args, {}, exact=False)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_target_is_a_valid_placement_of_the_same_workloads(seed: int) -> None:
+    bench = _bench()
+    inst = ibm_instance(24, seed=seed, load=0.0)
+    target = bench.random_target(inst, np.random.default_rng(seed))
+    assert set(target) == {w.id for w in inst.running}
+    sol = solution_for(inst, target, method="t", termination=Termination.COMPLETED, status=Status.FEASIBLE)
+    assert verify(inst, sol).valid
+    assert target != inst.current_placement()
+
+
+@pytest.mark.parametrize("max_cycle", [None, 3])
+def test_full_cluster_has_no_room_and_its_permutation_is_valid(max_cycle: int | None) -> None:
+    bench = _bench()
+    inst = bench.full_cluster(12, seed=1)
+    placed = inst.current_placement()
+    for gpu in inst.gpus:  # no profile has a free legal start on any GPU
+        fill = bench._Fill()
+        for wid, (g, start) in placed.items():
+            if g == gpu.id:
+                fill.add(gpu.model, str(inst.workload(wid).profile), start)
+        assert not any(fill.fits(gpu.model, p.name, s) for p in gpu.model.profiles for s in p.starts)
+    target = bench.permuted_target(inst, np.random.default_rng(2), max_cycle)
+    sol = solution_for(inst, target, method="t", termination=Termination.COMPLETED, status=Status.FEASIBLE)
+    assert verify(inst, sol).valid
+    moved = {placed[w][0] for w in placed if target[w] != placed[w]}
+    if max_cycle is not None:  # every GPU is on a cycle of 2 or more: all contents move
+        assert moved == {g.id for g in inst.gpus if any(s[0] == g.id for s in placed.values())}
