@@ -90,7 +90,8 @@ def plan_migration(
         raise InstanceError("--method", f"must be one of {', '.join(METHODS)}, got {method!r}")
     t0 = time.perf_counter()
     placed = _checked_target(instance, target)
-    items = sum(1 for wid, spot in placed.items() if instance.current_placement().get(wid) != spot)
+    current = instance.current_placement()
+    items = sum(1 for wid, spot in placed.items() if current.get(wid) != spot)
     exact = method == "exact" or (
         method == "auto" and semantics == "create-first" and items <= AUTO_EXACT_ITEMS
     )

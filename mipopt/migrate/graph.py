@@ -10,16 +10,25 @@ move it waits for, and the rounds are the graph's layers (longest path).
 A **cycle** of waits (two 3g instances swapping starts, a ring across GPUs, or a move onto
 its own slots) cannot run as it stands. It is broken by *parking*: some workloads of the
 cycle first move to free space (slots free now that no move needs later), which frees their
-sources; they go on to their targets in a later round. The parked set is a minimum feedback
-vertex set of the cycle's strongly connected component (exact by enumeration for
-components of up to ``EXACT_FVS_NODES`` moves, greedy above), ties broken by less memory
-moved. A workload of that set for which no free space exists is **drained** instead
-(destroyed, then restored at its target: a disruptive move) and named in the plan.
+sources; they go on to their targets in a later round. The parked set is a feedback vertex
+set of the cycle's strongly connected component with the fewest members that have no free
+space to park in, then the fewest members, then the least memory (exact by enumeration for
+components of up to ``EXACT_FVS_NODES`` moves, greedy above). Components others wait for
+are parked first. A workload of that set for which no free space exists is **drained**
+instead (destroyed, then restored at its target: a disruptive move) and named in the plan,
+unless the space it could use was taken by another park of the round: then it waits for
+that space to come back (cycles take turns on the free space rather than drain).
 
 Rules the graph does not see (per-profile limits, the one ``+me`` set, host cpu and ram
 while a workload is held twice) are checked when a round is filled: each round takes, in
 order of the longest chain of waits behind them, every pending move whose target fits the
-round's largest state. If none fits, one more workload is parked (or drained).
+round's largest state. If none fits, one more workload is parked (a breaker first, else
+the mover most others wait for), or drained when none can park.
+
+No disruption if avoidable comes first: when a plan drains, variants are planned too and
+the best kept (drains, then rounds, then parks): new workloads created only after every
+running one has reached its target (an early create may take the room a park needs), and
+no drain before the plan is stuck (moves may free room to park in).
 
 Semantics ``destroy-first``: every move is drained and restored in a single round (all
 sources are destroyed, then every target is created): one round, every move disruptive.
@@ -126,9 +135,13 @@ class Occupancy:
 class _Planner:
     """State of one graph planning run (see the module docstring)."""
 
-    def __init__(self, instance: Instance, target: dict[str, Spot]) -> None:
+    def __init__(
+        self, instance: Instance, target: dict[str, Spot], creates_last: bool = False, patient: bool = False
+    ) -> None:
         self.instance = instance
         self.target = target
+        self.creates_last = creates_last  # new workloads wait until every running one is at its target
+        self.patient = patient  # no drain before the plan is stuck: moves may free space to park in
         current = instance.current_placement()
         self.at: dict[str, Spot | None] = {
             w.id: current.get(w.id) for w in instance.workloads if w.id in target
@@ -140,6 +153,7 @@ class _Planner:
         self.drained: dict[str, Spot] = {}  # workload -> where it ran before its drain
         self.rounds: list[Round] = []
         self.rank = {w.id: i for i, w in enumerate(instance.workloads)}  # ties go to file order
+        self.breakers: list[str] = []  # the feedback vertex sets of the waits graph's cycles
 
     # --- the graph
 
@@ -166,21 +180,31 @@ class _Planner:
         return profile.memory_slots if profile else 0
 
     def feedback_set(self, component: nx.DiGraph) -> list[str]:
-        """A minimum set of nodes whose removal leaves ``component`` acyclic; least memory among equals."""
+        """A set of nodes whose removal leaves ``component`` acyclic.
+
+        Fewest members without free space to park in now (each would be drained) first,
+        then fewest members, then least memory; found by enumeration up to
+        ``EXACT_FVS_NODES`` nodes, greedily above.
+        """
         nodes = sorted(component, key=self._order)
         loops = [n for n in nodes if component.has_edge(n, n)]
         rest = [n for n in nodes if n not in loops]
         if len(nodes) <= EXACT_FVS_NODES:
+            need = self.targeted()
+            stay = {n for n in nodes if self.park_spot(n, self.occ, need) is None}  # would be drained
+            parkable = sum(n not in stay for n in rest)
+            best: tuple[int, int, int, list[str]] | None = None
             for k in range(len(rest) + 1):
-                best = None
+                if best is not None and best[0] <= len(stay & set(loops)) + max(0, k - parkable):
+                    break  # no larger set can drain fewer
                 for subset in itertools.combinations(rest, k):
                     picked = set(loops) | set(subset)
                     if nx.is_directed_acyclic_graph(component.subgraph(n for n in nodes if n not in picked)):
-                        cost = sum(self.memory(n) for n in picked)
-                        if best is None or cost < best[0]:
-                            best = (cost, sorted(picked, key=self._order))
-                if best is not None:
-                    return best[1]
+                        cost = (len(picked & stay), k, sum(self.memory(n) for n in picked))
+                        if best is None or cost < best[:3]:
+                            best = (*cost, sorted(picked, key=self._order))
+            if best is not None:
+                return best[3]
         chosen: list[str] = list(loops)
         remaining = component.subgraph(rest).copy()
         while not nx.is_directed_acyclic_graph(remaining):
@@ -196,9 +220,11 @@ class _Planner:
     # --- parking
 
     def targeted(self) -> dict[str, int]:
-        """GPU id -> slots that pending workloads will need."""
+        """GPU id -> slots that pending workloads will need (running ones only, when creates come last)."""
         need: Counter[str] = Counter()
         for wid in self.pending:
+            if self.creates_last and not self.instance.workload(wid).running:
+                continue  # created once every park has moved on: its slots may be parked on
             gpu_id = self.target[wid][0]
             need[gpu_id] |= self.occ.slots(wid, self.target[wid])
         return need
@@ -229,27 +255,51 @@ class _Planner:
 
     def run(self) -> list[Round]:
         graph = self.waits()
-        breakers = [
+        # cycles others wait for come first (sources of the condensation), so that free
+        # space taken by a park is given back before a cycle downstream needs it
+        condensed = nx.condensation(graph)
+        first = {c: min(self._order(n) for n in condensed.nodes[c]["members"]) for c in condensed}
+        self.breakers = [
             n
-            for comp in nx.strongly_connected_components(graph)
+            for c in nx.lexicographical_topological_sort(condensed, key=first.__getitem__)
+            for comp in [condensed.nodes[c]["members"]]
             if len(comp) > 1 or graph.has_edge(*(2 * tuple(comp)))
             for n in self.feedback_set(graph.subgraph(comp))
         ]
-        self.fill(sorted(breakers, key=self._order))
+        self.fill(self.breakers, defer=True)
         while self.pending:
             if not self.fill([]):
                 self.fill([self.stuck()])
         return self.rounds
 
     def stuck(self) -> str:
-        """No pending move fits: the mover most others wait for (first in order among equals)."""
+        """No pending move fits: the mover to park (or, if none can park, to drain).
+
+        A breaker not yet parked comes first, then the mover most others wait for (first
+        in order among equals); the first of these that has free space and is the first
+        or waited for is parked, else the first is drained.
+        """
         graph = self.waits()
         movers = [w for w in self.pending if self.at[w] is not None and w not in self.drained]
         fresh = [w for w in movers if w not in self.parked] or movers
-        return max(fresh, key=lambda w: (graph.out_degree(w), -self._order(w)[0]))
+        ranked = [w for w in self.breakers if w in fresh]
+        ranked += sorted(fresh, key=lambda w: (-graph.out_degree(w), self._order(w)))
+        need = self.targeted()
+        for wid in ranked:
+            if (wid == ranked[0] or graph.out_degree(wid)) and (
+                wid not in self.parked and self.park_spot(wid, self.occ, need) is not None
+            ):
+                return wid
+        return ranked[0]
 
-    def fill(self, breakers: list[str]) -> bool:
-        """One round: park or drain ``breakers``, then every pending move whose target fits. False if empty."""
+    def fill(self, breakers: list[str], defer: bool = False) -> bool:
+        """One round: park or drain ``breakers``, then every pending move whose target fits. False if empty.
+
+        With ``defer``, a breaker without free space is not drained when the space it
+        could park in was taken by this round's parks: that space comes back once their
+        cycles have moved, and :meth:`stuck` parks the breaker then (no disruption if
+        avoidable). A ``patient`` planner defers every such drain.
+        """
         peak = self.occ.copy()
         need = self.targeted()
         drains, moves, creates = [], [], []
@@ -260,13 +310,18 @@ class _Planner:
             if spot is not None:
                 peak.add(wid, spot)
                 moves.append(Move(wid, source, spot, move_kind(self.instance, source, spot), park=True))
+            elif defer and (self.patient or self.park_spot(wid, self.occ, need) is not None):
+                continue  # this round's parks took the space it could park in: it parks later
             else:
                 peak.remove(wid, source)
                 drains.append(Drain(wid, source))
         busy = {m.workload for m in moves} | {d.workload for d in drains}
         height = self.heights()
+        running = self.creates_last and any(self.instance.workload(w).running for w in self.pending)
         for wid in sorted(self.pending, key=lambda w: (-height[w], self._order(w))):
             if wid in busy and wid not in {d.workload for d in drains}:
+                continue
+            if running and not self.instance.workload(wid).running:
                 continue
             target = self.target[wid]
             if not peak.fits(wid, target):
@@ -333,4 +388,20 @@ def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semanti
             if current.get(wid) != spot
         )
         return [Round(drains, (), creates)] if drains or creates else []
-    return _Planner(instance, target).run()
+    rounds = _Planner(instance, target).run()
+    if any(r.drains for r in rounds):
+        # Drains may be avoidable in another order: new workloads created early may take
+        # the space or host capacity a park needs, and moves may free space to park in.
+        # Disruption comes first, so the variants are tried and the best plan kept.
+        fresh = any(c.source is None for r in rounds for c in r.creates)
+        early = bool(rounds[0].drains)
+        variants = [(last, patient) for last in (False, fresh) for patient in (False, early)]
+        tried = dict.fromkeys(v for v in variants if v != (False, False))
+        plans = [_Planner(instance, target, last, patient).run() for last, patient in tried]
+        rounds = min([rounds, *plans], key=_cost)
+    return rounds
+
+
+def _cost(rounds: list[Round]) -> tuple[int, int, int]:
+    """The planner's objectives, in order: drains, rounds, parks."""
+    return sum(len(r.drains) for r in rounds), len(rounds), sum(m.park for r in rounds for m in r.moves)
