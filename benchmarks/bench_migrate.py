@@ -230,7 +230,8 @@ def permuted_target(
             cycles.append(order[i : i + n])
             i += n
         if len(cycles) > 1 and len(cycles[-1]) == 1:
-            cycles[-2] += cycles.pop()
+            last = cycles.pop()
+            cycles[-1].extend(last)
         to = {c[k]: c[(k + 1) % len(c)] for c in cycles for k in range(len(c))}
     return {wid: (to[gpu], start) for wid, (gpu, start) in instance.current_placement().items()}
 

@@ -125,10 +125,10 @@ def test_random_target_is_a_valid_placement_of_the_same_workloads(seed: int) -> 
     assert target != inst.current_placement()
 
 
-@pytest.mark.parametrize("max_cycle", [None, 3])
-def test_full_cluster_has_no_room_and_its_permutation_is_valid(max_cycle: int | None) -> None:
+@pytest.mark.parametrize(("max_cycle", "seed"), [(None, 1), (3, 0), (3, 1), (3, 2), (3, 3), (8, 4)])
+def test_full_cluster_has_no_room_and_its_permutation_is_valid(max_cycle: int | None, seed: int) -> None:
     bench = _bench()
-    inst = bench.full_cluster(12, seed=1)
+    inst = bench.full_cluster(11, seed=seed)
     placed = inst.current_placement()
     for gpu in inst.gpus:  # no profile has a free legal start on any GPU
         fill = bench._Fill()
@@ -136,7 +136,7 @@ def test_full_cluster_has_no_room_and_its_permutation_is_valid(max_cycle: int | 
             if g == gpu.id:
                 fill.add(gpu.model, str(inst.workload(wid).profile), start)
         assert not any(fill.fits(gpu.model, p.name, s) for p in gpu.model.profiles for s in p.starts)
-    target = bench.permuted_target(inst, np.random.default_rng(2), max_cycle)
+    target = bench.permuted_target(inst, np.random.default_rng(seed), max_cycle)
     sol = solution_for(inst, target, method="t", termination=Termination.COMPLETED, status=Status.FEASIBLE)
     assert verify(inst, sol).valid
     moved = {placed[w][0] for w in placed if target[w] != placed[w]}
