@@ -25,7 +25,8 @@ COLUMNS = [
     "commit", "date", "machine", "python", "case", "gpus", "seed", "target", "target_runtime_s", "method",
     "workloads", "movers", "rounds", "moves", "extra_moves", "disruptive_moves", "moved_memory_slots",
     "moves_intra_gpu", "moves_inter_gpu", "moves_inter_host", "sequential_migrations", "repeats", "runtime_s",
-    "max_runtime_s", "planner", "proven", "valid", "message",
+    "max_runtime_s", "planner", "proven", "valid", "status",
+    "message",
 ]  # fmt: skip
 
 
@@ -85,7 +86,7 @@ def test_migrate_benchmark_small(tmp_path: Path) -> None:
     }  # fmt: skip
     assert seen == expected
     assert len(rows) == len(expected)
-    assert all(r["valid"] == "True" for r in rows)
+    assert all(r["valid"] == "True" and r["status"] == "ok" for r in rows)
     for r in rows:
         assert int(r["movers"]) <= int(r["workloads"])
         # every mover moves (no creates here), and parks and drains come on top of direct moves
@@ -112,6 +113,20 @@ def test_invalid_plan_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "verify_plan", lambda *_a, **_k: PlanReport(False, ("rounds[0]: broken",)))
     with pytest.raises(RuntimeError, match="invalid plan: rounds\\[0\\]: broken"):
         bench.plan_rows(case, args, {}, exact=False)
+
+
+def test_a_runaway_graph_plan_is_stopped_and_recorded() -> None:
+    bench = _bench()
+    args = bench.parse_args(
+        ["--sizes", "16", "--seeds", "1", "--cases", "full-cycles", "--plan-timeout", "0.001"]
+    )
+    (case,) = bench.cases(args)
+    (row,) = bench.plan_rows(case, args, {}, exact=False)
+    assert row["status"] == "timeout" and row["rounds"] == "" and row["valid"] == ""
+    assert bench._timeout_s(row) == 0.001
+    table = bench.speed([{k: str(v) for k, v in row.items()} | {"date": "d"}], 16)
+    assert "| full-cycles | random | 1 | > 0.001 | > 0.001 | 1 | FAIL |" in table
+    assert "graph planner: FAIL" in table
 
 
 @pytest.mark.parametrize("seed", range(5))
