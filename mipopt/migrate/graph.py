@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from functools import cache
 
 import networkx as nx
 
@@ -61,6 +62,11 @@ def move_kind(instance: Instance, source: Spot, target: Spot) -> str:
     return "inter_host"
 
 
+@cache
+def _starts(profile: Profile) -> frozenset[int]:
+    return frozenset(profile.starts)
+
+
 class Occupancy:
     """The instances held on the cluster, with every rule a state must obey.
 
@@ -76,18 +82,24 @@ class Occupancy:
         self.media: Counter[str] = Counter()  # GPU id -> +me instances
         self.cpu: defaultdict[str, float] = defaultdict(float)  # host id -> cpu in use
         self.ram: defaultdict[str, float] = defaultdict(float)
+        self._profiles: dict[tuple[str, str], Profile | None] = {}  # (workload, model) -> profile
         for wid, spot in held:
             self.add(wid, spot)
 
     def copy(self) -> Occupancy:
         other = Occupancy(self.instance)
+        other._profiles = self._profiles  # facts of the instance, shared
         other.mask, other.count, other.media = Counter(self.mask), Counter(self.count), Counter(self.media)
         other.cpu, other.ram = defaultdict(float, self.cpu), defaultdict(float, self.ram)
         return other
 
     def profile(self, wid: str, gpu: str) -> Profile | None:
-        """``wid``'s profile on ``gpu``'s model, or None where it cannot run."""
-        return self.instance.profile_on(self.instance.workload(wid), self.instance.gpu(gpu).model)
+        """``wid``'s profile on ``gpu``'s model, or None where it cannot run (remembered per model)."""
+        model = self.instance.gpu(gpu).model
+        key = (wid, model.name)
+        if key not in self._profiles:
+            self._profiles[key] = self.instance.profile_on(self.instance.workload(wid), model)
+        return self._profiles[key]
 
     def slots(self, wid: str, spot: Spot) -> int:
         profile = self.profile(wid, spot[0])
@@ -98,7 +110,7 @@ class Occupancy:
         """Whether one more instance of ``wid`` at ``spot`` keeps every rule."""
         gpu_id, start = spot
         profile = self.profile(wid, gpu_id)
-        if profile is None or start not in profile.starts:
+        if profile is None or start not in _starts(profile):
             return False
         if self.mask[gpu_id] & profile.slot_mask(start):
             return False
@@ -146,19 +158,42 @@ class _Planner:
         self.at: dict[str, Spot | None] = {
             w.id: current.get(w.id) for w in instance.workloads if w.id in target
         }
-        # pending: every workload not yet at its target (movers, new workloads)
-        self.pending = [wid for wid in self.at if self.at[wid] != target[wid]]
+        # pending: every workload not yet at its target (movers, new workloads), in file order
+        self.pending = dict.fromkeys(wid for wid in self.at if self.at[wid] != target[wid])
         self.occ = Occupancy(instance, ((wid, spot) for wid, spot in current.items()))
         self.parked: set[str] = set()
         self.drained: dict[str, Spot] = {}  # workload -> where it ran before its drain
         self.rounds: list[Round] = []
         self.rank = {w.id: i for i, w in enumerate(instance.workloads)}  # ties go to file order
         self.breakers: list[str] = []  # the feedback vertex sets of the waits graph's cycles
+        # Between parks and drains the waits graph only loses workloads that reached their
+        # targets, and a pending workload's waiters cannot arrive before it leaves, so the
+        # graph and the heights are rebuilt only after a round that parks or drains.
+        self._graph: nx.DiGraph | None = None
+        self._height: dict[str, int] | None = None
+        # Whether a target fits depends only on its GPU and host: a workload that did not
+        # fit is checked again only once a round has changed one of them.
+        self.unfit: set[str] = set()
+        self.by_gpu: dict[str, set[str]] = {}
+        self.by_host: dict[str, set[str]] = {}
+        for wid in self.pending:
+            gpu_id = target[wid][0]
+            self.by_gpu.setdefault(gpu_id, set()).add(wid)
+            self.by_host.setdefault(instance.gpu(gpu_id).host, set()).add(wid)
+        self.need: Counter[str] = Counter()  # GPU id -> slots pending workloads will need
+        for wid in self.pending:
+            if not (creates_last and not instance.workload(wid).running):
+                self.need[target[wid][0]] |= self.occ.slots(wid, target[wid])
 
     # --- the graph
 
     def waits(self) -> nx.DiGraph:
-        """Edges B -> A: pending A's target slots overlap pending mover B's slots now."""
+        """Edges B -> A: pending A's target slots overlap pending mover B's slots now (cached)."""
+        if self._graph is None:
+            self._graph = self._waits()
+        return self._graph
+
+    def _waits(self) -> nx.DiGraph:
         graph = nx.DiGraph()
         graph.add_nodes_from(self.pending)
         by_gpu: dict[str, list[tuple[str, int]]] = {}
@@ -208,7 +243,11 @@ class _Planner:
         chosen: list[str] = list(loops)
         remaining = component.subgraph(rest).copy()
         while not nx.is_directed_acyclic_graph(remaining):
-            cyclic = [n for c in nx.strongly_connected_components(remaining) if len(c) > 1 for n in c]
+            # in file order, so that ties go the same way in every process (sets of strings do not)
+            cyclic = sorted(
+                (n for c in nx.strongly_connected_components(remaining) if len(c) > 1 for n in c),
+                key=self._order,
+            )
             n = max(cyclic, key=lambda n: (remaining.in_degree(n) * remaining.out_degree(n), -self.memory(n)))
             chosen.append(n)
             remaining.remove_node(n)
@@ -220,17 +259,23 @@ class _Planner:
     # --- parking
 
     def targeted(self) -> dict[str, int]:
-        """GPU id -> slots that pending workloads will need (running ones only, when creates come last)."""
-        need: Counter[str] = Counter()
-        for wid in self.pending:
-            if self.creates_last and not self.instance.workload(wid).running:
-                continue  # created once every park has moved on: its slots may be parked on
-            gpu_id = self.target[wid][0]
-            need[gpu_id] |= self.occ.slots(wid, self.target[wid])
-        return need
+        """GPU id -> slots that pending workloads will need (running ones only, when creates come last:
+        new workloads are created once every park has moved on, so their slots may be parked on)."""
+        return self.need
 
-    def park_spot(self, wid: str, state: Occupancy, need: dict[str, int]) -> Spot | None:
-        """Free space for ``wid`` in ``state`` that no pending workload needs: same GPU, same host, others."""
+    def spare(self, state: Occupancy, need: dict[str, int]) -> list[str]:
+        """GPUs with a slot free in ``state`` that no pending workload needs: where parking is possible."""
+        return [
+            g.id for g in self.instance.gpus if (state.mask[g.id] | need.get(g.id, 0)) != g.model.full_mask
+        ]
+
+    def park_spot(
+        self, wid: str, state: Occupancy, need: dict[str, int], spare: list[str] | None = None
+    ) -> Spot | None:
+        """Free space for ``wid`` in ``state`` that no pending workload needs: same GPU, same host, others.
+
+        ``spare``: :meth:`spare` of the same ``state`` and ``need``, when the caller asks for many workloads.
+        """
         here = self.at[wid]
         assert here is not None
         host = self.instance.gpu(here[0]).host
@@ -238,14 +283,15 @@ class _Planner:
         def rank(gpu_id: str) -> int:
             return 0 if gpu_id == here[0] else 1 if self.instance.gpu(gpu_id).host == host else 2
 
-        for g in sorted((g.id for g in self.instance.gpus), key=rank):
+        for g in sorted(self.spare(state, need) if spare is None else spare, key=rank):
             profile = state.profile(wid, g)
             if profile is None:
                 continue
-            for start in profile.starts:
+            taken = state.mask[g] | need.get(g, 0)
+            for start, _ in profile.placements:
                 if (
                     (g, start) != here
-                    and not profile.slot_mask(start) & need.get(g, 0)
+                    and not profile.slot_mask(start) & taken
                     and state.fits(wid, (g, start))
                 ):
                     return g, start
@@ -282,14 +328,23 @@ class _Planner:
         graph = self.waits()
         movers = [w for w in self.pending if self.at[w] is not None and w not in self.drained]
         fresh = [w for w in movers if w not in self.parked] or movers
-        ranked = [w for w in self.breakers if w in fresh]
+        ranked = [w for w in self.breakers if w in set(fresh)]
         ranked += sorted(fresh, key=lambda w: (-graph.out_degree(w), self._order(w)))
         need = self.targeted()
+        spare = self.spare(self.occ, need)
+        # Whether free space takes a workload depends only on its shape (its own slots are
+        # taken), so a shape that found none is not searched again in this state.
+        no_room: set[tuple[object, ...]] = set()
         for wid in ranked:
-            if (wid == ranked[0] or graph.out_degree(wid)) and (
-                wid not in self.parked and self.park_spot(wid, self.occ, need) is not None
-            ):
+            if wid in self.parked or not (wid == ranked[0] or graph.out_degree(wid)):
+                continue
+            w = self.instance.workload(wid)
+            shape = (w.profile, w.cpu, w.ram_gb, w.gpu_models)
+            if shape in no_room:
+                continue
+            if self.park_spot(wid, self.occ, need, spare) is not None:
                 return wid
+            no_room.add(shape)
         return ranked[0]
 
     def fill(self, breakers: list[str], defer: bool = False) -> bool:
@@ -315,21 +370,26 @@ class _Planner:
             else:
                 peak.remove(wid, source)
                 drains.append(Drain(wid, source))
-        busy = {m.workload for m in moves} | {d.workload for d in drains}
+        draining = {d.workload for d in drains}
+        for d in drains:  # a drain frees its GPU before this round's creates
+            self._recheck(d.source[0])
+        busy = {m.workload for m in moves} | draining
         height = self.heights()
         running = self.creates_last and any(self.instance.workload(w).running for w in self.pending)
-        for wid in sorted(self.pending, key=lambda w: (-height[w], self._order(w))):
-            if wid in busy and wid not in {d.workload for d in drains}:
+        candidates = [w for w in self.pending if w not in self.unfit or w in draining]
+        for wid in sorted(candidates, key=lambda w: (-height[w], self._order(w))):
+            if wid in busy and wid not in draining:
                 continue
             if running and not self.instance.workload(wid).running:
                 continue
             target = self.target[wid]
             if not peak.fits(wid, target):
+                self.unfit.add(wid)
                 continue
             peak.add(wid, target)
             source = self.at[wid]
-            if source is None or wid in {d.workload for d in drains}:
-                origin = self.drained.get(wid) or (source if wid in {d.workload for d in drains} else None)
+            if source is None or wid in draining:
+                origin = self.drained.get(wid) or (source if wid in draining else None)
                 kind = None if origin is None else move_kind(self.instance, origin, target)
                 creates.append(Create(wid, target, origin, kind))
             else:
@@ -340,8 +400,13 @@ class _Planner:
         return True
 
     def heights(self) -> dict[str, int]:
-        """Per pending workload, the longest chain of pending workloads waiting behind it."""
-        graph = self.waits()
+        """Per pending workload, the longest chain of pending workloads waiting behind it (cached)."""
+        if self._height is None:
+            self._height = self._heights()
+        return self._height
+
+    def _heights(self) -> dict[str, int]:
+        graph = self.waits().copy()
         graph.remove_edges_from(list(nx.selfloop_edges(graph)))
         height = dict.fromkeys(graph, 0)
         if nx.is_directed_acyclic_graph(graph):
@@ -349,7 +414,18 @@ class _Planner:
                 height[n] = max((height[s] + 1 for s in graph.successors(n)), default=0)
         return height
 
+    def _recheck(self, gpu_id: str) -> None:
+        """Targets on ``gpu_id`` or its host may fit now."""
+        self.unfit -= self.by_gpu.get(gpu_id, set())
+        self.unfit -= self.by_host.get(self.instance.gpu(gpu_id).host, set())
+
     def apply(self, rnd: Round) -> None:
+        touched = {d.source[0] for d in rnd.drains} | {c.target[0] for c in rnd.creates}
+        touched |= {spot[0] for m in rnd.moves for spot in (m.source, m.target)}
+        for gpu_id in touched:
+            self._recheck(gpu_id)
+        if rnd.drains or any(m.park for m in rnd.moves):
+            self._graph = self._height = None
         for d in rnd.drains:
             self.occ.remove(d.workload, d.source)
             self.drained[d.workload] = d.source
@@ -363,7 +439,12 @@ class _Planner:
             self.at[m.workload] = m.target
             if m.park:
                 self.parked.add(m.workload)
-        self.pending = [w for w in self.pending if self.at[w] != self.target[w]]
+        for wid in [c.workload for c in rnd.creates] + [m.workload for m in rnd.moves if not m.park]:
+            if self.at[wid] == self.target[wid]:
+                del self.pending[wid]
+                self.need[self.target[wid][0]] &= ~self.occ.slots(
+                    wid, self.target[wid]
+                )  # targets are disjoint
         self.rounds.append(rnd)
 
 
