@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import csv
-import hashlib
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -16,6 +13,7 @@ import pytest
 from mipopt.instance import Status, Termination
 from mipopt.verify import PlanReport, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
+from tests.bench_scripts import digest, load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "bench_migrate.py"
@@ -30,25 +28,8 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-
-
-def _bench() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_migrate", SCRIPT)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up there
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-
-
 def test_migrate_benchmark_small(tmp_path: Path) -> None:
-    before = [_digest(p) for p in COMMITTED]
+    before = [digest(p) for p in COMMITTED]
     out = tmp_path / "out"
     subprocess.run(
         [
@@ -65,7 +46,7 @@ def test_migrate_benchmark_small(tmp_path: Path) -> None:
         reader = csv.DictReader(fh)
         assert reader.fieldnames == COLUMNS
         rows = list(reader)
-    exact = _bench().exact_available()
+    exact = load("bench_migrate").exact_available()
     seen = {(r["gpus"], r["case"], r["target"], r["method"]) for r in rows}
     expected = {
         ("4", case, target, method)
@@ -103,11 +84,11 @@ def test_migrate_benchmark_small(tmp_path: Path) -> None:
     assert "<!-- migrate:begin -->" in text and "<!-- migrate:end -->" in text
     assert "Target: a 16-GPU plan in under 2 s with the graph planner: PASS" in text
     assert ("Rounds: fewer / same / more" in text) == exact
-    assert [_digest(p) for p in COMMITTED] == before
+    assert [digest(p) for p in COMMITTED] == before
 
 
 def test_invalid_plan_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = _bench()
+    bench = load("bench_migrate")
     args = bench.parse_args(["--sizes", "4", "--seeds", "1", "--cases", "random", "--repeats", "1"])
     (case,) = bench.cases(args)
     monkeypatch.setattr(bench, "verify_plan", lambda *_a, **_k: PlanReport(False, ("rounds[0]: broken",)))
@@ -116,7 +97,7 @@ def test_invalid_plan_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_runaway_graph_plan_is_stopped_and_recorded() -> None:
-    bench = _bench()
+    bench = load("bench_migrate")
     args = bench.parse_args(
         ["--sizes", "16", "--seeds", "1", "--cases", "full-cycles", "--plan-timeout", "0.001"]
     )
@@ -131,7 +112,7 @@ def test_a_runaway_graph_plan_is_stopped_and_recorded() -> None:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_random_target_is_a_valid_placement_of_the_same_workloads(seed: int) -> None:
-    bench = _bench()
+    bench = load("bench_migrate")
     inst = ibm_instance(24, seed=seed, load=0.0)
     target = bench.random_target(inst, np.random.default_rng(seed))
     assert set(target) == {w.id for w in inst.running}
@@ -142,7 +123,7 @@ def test_random_target_is_a_valid_placement_of_the_same_workloads(seed: int) -> 
 
 @pytest.mark.parametrize(("max_cycle", "seed"), [(None, 1), (3, 0), (3, 1), (3, 2), (3, 3), (8, 4)])
 def test_full_cluster_has_no_room_and_its_permutation_is_valid(max_cycle: int | None, seed: int) -> None:
-    bench = _bench()
+    bench = load("bench_migrate")
     inst = bench.full_cluster(11, seed=seed)
     placed = inst.current_placement()
     for gpu in inst.gpus:  # no profile has a free legal start on any GPU

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import csv
-import hashlib
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.bench_scripts import digest, load
 from tests.factories import write_alibaba_csvs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,10 +23,6 @@ COLUMNS = [
 ]  # fmt: skip
 POLICIES = ["ff", "mfi", "grmu", "adapter(mfi)"]
 LOOPED = {"ff", "mfi"}
-
-
-def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
 def _alibaba_dir(root: Path) -> Path:
@@ -50,21 +44,8 @@ def _run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _bench() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_online", SCRIPT)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up there
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-
-
 def test_online_benchmark_small(tmp_path: Path) -> None:
-    before = [_digest(p) for p in COMMITTED]
+    before = [digest(p) for p in COMMITTED]
     alibaba = _alibaba_dir(tmp_path / "alibaba")
     out = tmp_path / "out"
     # The loop replays the first 15 of the 40 Alibaba requests and 1 of the 2 FBK runs.
@@ -114,7 +95,7 @@ def test_online_benchmark_small(tmp_path: Path) -> None:
     assert "extrapolated from the first 15 of 40 requests" in readme
     assert "extrapolated from 1 of 2 runs" in readme
 
-    assert [_digest(p) for p in COMMITTED] == before
+    assert [digest(p) for p in COMMITTED] == before
 
 
 def test_missing_alibaba_trace_is_skipped(tmp_path: Path) -> None:
@@ -125,7 +106,7 @@ def test_missing_alibaba_trace_is_skipped(tmp_path: Path) -> None:
 
 
 def test_a_disagreement_stops_the_run() -> None:
-    bench = _bench()
+    bench = load("bench_online")
     same = [("a", (0, 1)), ("b", None)]
     assert bench.check_same("x", same, list(same)) == 2
     with pytest.raises(
