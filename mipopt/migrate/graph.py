@@ -470,7 +470,7 @@ def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semanti
         )
         return [Round(drains, (), creates)] if drains or creates else []
     rounds = _Planner(instance, target).run()
-    if any(r.drains for r in rounds):
+    if any(r.drains for r in rounds) and _room_can_appear(instance, target):
         # Drains may be avoidable in another order: new workloads created early may take
         # the space or host capacity a park needs, and moves may free space to park in.
         # Disruption comes first, so the variants are tried and the best plan kept.
@@ -481,6 +481,21 @@ def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semanti
         plans = [_Planner(instance, target, last, patient).run() for last, patient in tried]
         rounds = min([rounds, *plans], key=_cost)
     return rounds
+
+
+def _room_can_appear(instance: Instance, target: dict[str, Spot]) -> bool:
+    """Whether a workload could ever park: some GPU has a slot that the target leaves free.
+
+    A slot the target fills is, at every moment, either held by the workload that ends
+    there or needed by it, so it is never free space to park in. When the target fills
+    every GPU, no order of the moves avoids a drain, and the variants are not tried.
+    """
+    final: Counter[str] = Counter()
+    for wid, (gpu_id, start) in target.items():
+        profile = instance.profile_on(instance.workload(wid), instance.gpu(gpu_id).model)
+        assert profile is not None
+        final[gpu_id] |= profile.slot_mask(start)
+    return any(final[g.id] != g.model.full_mask for g in instance.gpus)
 
 
 def _cost(rounds: list[Round]) -> tuple[int, int, int]:
