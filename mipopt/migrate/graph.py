@@ -44,7 +44,7 @@ from functools import cache
 import networkx as nx
 
 from mipopt.catalog import Profile
-from mipopt.instance import Instance
+from mipopt.instance import Instance, Workload
 from mipopt.migrate.plan import Create, Drain, Move, Round, Semantics, Spot
 
 __all__ = ["EXACT_FVS_NODES", "Occupancy", "graph_rounds", "move_kind"]
@@ -484,18 +484,30 @@ def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semanti
 
 
 def _room_can_appear(instance: Instance, target: dict[str, Spot]) -> bool:
-    """Whether a workload could ever park: some GPU has a slot that the target leaves free.
+    """Whether a workload could ever park: a moving workload has a legal start on slots the target leaves free.
 
     A slot the target fills is, at every moment, either held by the workload that ends
-    there or needed by it, so it is never free space to park in. When the target fills
-    every GPU, no order of the moves avoids a drain, and the variants are not tried.
+    there or needed by it, so it is never free space to park in. When no moving
+    workload fits the slots the target leaves free, no order of the moves avoids a
+    drain, and the variants are not tried.
     """
     final: Counter[str] = Counter()
     for wid, (gpu_id, start) in target.items():
         profile = instance.profile_on(instance.workload(wid), instance.gpu(gpu_id).model)
         assert profile is not None
         final[gpu_id] |= profile.slot_mask(start)
-    return any(final[g.id] != g.model.full_mask for g in instance.gpus)
+    current = instance.current_placement()
+    shapes: dict[tuple[object, ...], Workload] = {}  # one moving workload per (profile, allowed models)
+    for wid, spot in current.items():
+        if target[wid] != spot:
+            w = instance.workload(wid)
+            shapes.setdefault((w.profile, w.gpu_models), w)
+    for g in instance.gpus:
+        for w in shapes.values():
+            profile = instance.profile_on(w, g.model)
+            if profile is not None and any(not profile.slot_mask(s) & final[g.id] for s in profile.starts):
+                return True
+    return False
 
 
 def _cost(rounds: list[Round]) -> tuple[int, int, int]:
