@@ -51,6 +51,15 @@ def _model(name: str) -> GpuModel:
         raise BadInput(str(err.args[0])) from None
 
 
+def _print_written(*paths: str | None) -> None:
+    """After a summary, one line per file written."""
+    written = [path for path in paths if path]
+    if written:
+        print()
+    for path in written:
+        print(f"wrote {path}")
+
+
 def _print_json(data: object) -> None:
     print(json.dumps(data, indent=2))
 
@@ -284,11 +293,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             from mipopt.migrate.render import plan_text
 
             print(f"\n{plan_text(inst, plan)}")
-        written = [path for path in (args.out, args.plan) if path]
-        if written:
-            print()
-        for path in written:
-            print(f"wrote {path}")
+        _print_written(args.out, args.plan)
     return EXIT_OK
 
 
@@ -346,11 +351,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(plan_text(inst, plan))
     if not args.json:
-        written = [path for path in (args.out, args.png) if path]
-        if written:
-            print()
-        for path in written:
-            print(f"wrote {path}")
+        _print_written(args.out, args.png)
     return EXIT_OK
 
 
