@@ -253,6 +253,15 @@ class Cluster:
             return None
         return model.index(w.profile if profile is None else profile)
 
+    def as_placed(self, wid: str) -> Workload:
+        """Workload ``wid`` as it runs now: a MIG-Adapter borrower asks for the profile it occupies, on its GPU's model."""
+        w = self.instance.workload(wid)
+        model = self.instance.gpu(self.placed[wid][0]).model
+        p = self.profile_of[wid]
+        if p == self._index(w, model, None):
+            return w
+        return dataclasses.replace(w, profile=model.profiles[p].name, gpu_models=(model.name,))
+
     def occupied_profile(self, wid: str) -> Profile:
         """The profile workload ``wid`` occupies now (its own, or a borrowed larger one)."""
         gpu_id, _ = self.placed[wid]
@@ -430,11 +439,8 @@ class Cluster:
             gpus.append(g)
             hosts.setdefault(j, []).append(g.id)
             for wid in self._on.get(k, ()):
-                w = inst.workload(wid)
+                w = self.as_placed(wid)  # a borrower is kept at its profile and model
                 gpu_id, start = self.placed[wid]
-                p = self.profile_of[wid]
-                if p != self._index(w, g.model, None):  # a borrower, kept at its profile and model
-                    w = dataclasses.replace(w, profile=g.model.profiles[p].name, gpu_models=(g.model.name,))
                 workloads.append(dataclasses.replace(w, placement=Placement(gpu_id, start)))
                 cpu[j] += w.cpu
                 ram[j] += w.ram_gb

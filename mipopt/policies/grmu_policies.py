@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -352,7 +351,7 @@ class Grmu(Policy):
             w = cluster.instance.workload(wid)
             if w.pinned:
                 continue
-            start = default_starts(cluster, _as_placed(cluster, w))
+            start = default_starts(cluster, cluster.as_placed(w.id))
             partners = [k for k in sorted(left) if k != source and start[k] >= 0]
             if not partners:
                 continue
@@ -361,16 +360,6 @@ class Grmu(Policy):
             left -= {source, target}
             self.basket[source] = POOL
         return moves
-
-
-def _as_placed(cluster: Cluster, w: Workload) -> Workload:
-    """``w`` as it runs now: a MIG-Adapter borrower asks for the profile it occupies, on its GPU's model."""
-    k = cluster.position[cluster.placed[w.id][0]]
-    model = cluster.model(k)
-    p = cluster.profile_of[w.id]
-    if p == cluster.profile_index(w, model):
-        return w
-    return replace(w, profile=model.profiles[p].name, gpu_models=(model.name,))
 
 
 def mock_arrangement(cluster: Cluster, k: int) -> dict[str, int] | None:

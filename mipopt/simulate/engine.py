@@ -288,18 +288,12 @@ def _summary(series: pd.DataFrame, state: _State, bucket: float, runtime_s: floa
 
 def _check(instance: Instance, cluster: Cluster, where: str) -> None:
     """Verify the cluster's state; a borrowed instance is checked at the profile it occupies."""
-    borrowed: dict[str, str] = {}
-    for wid, (gpu_id, _) in cluster.placed.items():
-        model = instance.gpu(gpu_id).model
-        if cluster.profile_of[wid] != cluster.profile_index(instance.workload(wid), model):
-            borrowed[wid] = model.profiles[cluster.profile_of[wid]].name
+    borrowed = {
+        wid: w for wid in cluster.placed if (w := cluster.as_placed(wid)) is not instance.workload(wid)
+    }
     if borrowed:
         instance = dataclasses.replace(
-            instance,
-            workloads=tuple(
-                dataclasses.replace(w, profile=borrowed[w.id]) if w.id in borrowed else w
-                for w in instance.workloads
-            ),
+            instance, workloads=tuple(borrowed.get(w.id, w) for w in instance.workloads)
         )
     report = verify(
         instance,
