@@ -32,7 +32,7 @@ from typing import Any, Literal
 import pyomo.environ as pyo
 
 from mipopt.instance import Instance, Status, Termination
-from mipopt.migrate.graph import Occupancy, graph_rounds, move_kind
+from mipopt.migrate.graph import Key, Occupancy, graph_rounds, move_kind, plan_key
 from mipopt.migrate.plan import Create, Drain, Move, Round, Spot
 from mipopt.solvers import SolverOptions, get_backend
 
@@ -53,24 +53,6 @@ ALL_SPOTS_LIMIT = 240
 PARK_SPOTS = 16
 
 #: (disruptions, rounds, extra moves, memory moved in GB): smaller is better, in this order.
-Key = tuple[int, int, int, float]
-
-
-def plan_key(instance: Instance, rounds: Iterable[Round]) -> Key:
-    """The lexicographic objectives of a plan: drains, rounds, parks, GB relocated."""
-    drains = parks = count = 0
-    gb = 0.0
-    for r in rounds:
-        count += 1
-        drains += len(r.drains)
-        parks += sum(1 for m in r.moves if m.park)
-        moved = [(m.workload, m.target) for m in r.moves]
-        moved += [(c.workload, c.target) for c in r.creates if c.source is not None]
-        for wid, (gpu_id, _) in moved:
-            profile = instance.profile_on(instance.workload(wid), instance.gpu(gpu_id).model)
-            assert profile is not None
-            gb += profile.memory_gb
-    return drains, count, parks, gb
 
 
 def round_budget(graph_plan: list[Round]) -> int:

@@ -47,7 +47,7 @@ from mipopt.catalog import Profile
 from mipopt.instance import Instance, Workload
 from mipopt.migrate.plan import Create, Drain, Move, Round, Semantics, Spot
 
-__all__ = ["EXACT_FVS_NODES", "Occupancy", "graph_rounds", "move_kind"]
+__all__ = ["EXACT_FVS_NODES", "Key", "Occupancy", "graph_rounds", "move_kind", "plan_key"]
 
 #: Largest strongly connected component whose minimum feedback vertex set is found by enumeration.
 EXACT_FVS_NODES = 12
@@ -479,7 +479,7 @@ def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semanti
         variants = [(last, patient) for last in (False, fresh) for patient in (False, early)]
         tried = dict.fromkeys(v for v in variants if v != (False, False))
         plans = [_Planner(instance, target, last, patient).run() for last, patient in tried]
-        rounds = min([rounds, *plans], key=_cost)
+        rounds = min([rounds, *plans], key=lambda plan: plan_key(instance, plan)[:3])
     return rounds
 
 
@@ -510,6 +510,22 @@ def _room_can_appear(instance: Instance, target: dict[str, Spot]) -> bool:
     return False
 
 
-def _cost(rounds: list[Round]) -> tuple[int, int, int]:
-    """The planner's objectives, in order: drains, rounds, parks."""
-    return sum(len(r.drains) for r in rounds), len(rounds), sum(m.park for r in rounds for m in r.moves)
+#: A plan's objectives in order: drains, rounds, parks, memory relocated (GB).
+Key = tuple[int, int, int, float]
+
+
+def plan_key(instance: Instance, rounds: Iterable[Round]) -> Key:
+    """The lexicographic objectives of a plan: drains, rounds, parks, GB relocated."""
+    drains = parks = count = 0
+    gb = 0.0
+    for r in rounds:
+        count += 1
+        drains += len(r.drains)
+        parks += sum(1 for m in r.moves if m.park)
+        moved = [(m.workload, m.target) for m in r.moves]
+        moved += [(c.workload, c.target) for c in r.creates if c.source is not None]
+        for wid, (gpu_id, _) in moved:
+            profile = instance.profile_on(instance.workload(wid), instance.gpu(gpu_id).model)
+            assert profile is not None
+            gb += profile.memory_gb
+    return drains, count, parks, gb
