@@ -22,6 +22,7 @@ from mipopt.instance.types import (
     Objectives,
     Placement,
     Solution,
+    StageResult,
     Status,
     Termination,
     Workload,
@@ -189,7 +190,8 @@ _SOLUTION_FIELDS = (
     "placements",
     "rejected",
 )
-_SOLUTION_OPTIONAL = ("runtime_s", "objectives", "bound", "gap", "metrics", "message")
+_SOLUTION_OPTIONAL = ("runtime_s", "objectives", "bound", "gap", "metrics", "message", "stages")
+_STAGE_FIELDS = ("objective", "value", "bound", "gap", "proven", "termination", "runtime_s")
 
 
 def solution_from_dict(data: Any) -> Solution:
@@ -200,11 +202,7 @@ def solution_from_dict(data: Any) -> Solution:
     """
     d = f.obj(data, "", _SOLUTION_FIELDS, _SOLUTION_OPTIONAL)
     _header(d, SOLUTION_FORMAT)
-    term = d["termination"]
-    if term not in {t.value for t in Termination}:
-        raise InstanceError(
-            "termination", f"must be one of {', '.join(t.value for t in Termination)}, got {term!r}"
-        )
+    term = _termination(d["termination"], "termination")
     status = d["status"]
     if status not in {s.value for s in Status}:
         raise InstanceError("status", f"must be one of {', '.join(s.value for s in Status)}, got {status!r}")
@@ -233,10 +231,11 @@ def solution_from_dict(data: Any) -> Solution:
     if not isinstance(raw_metrics, dict):
         raise InstanceError("metrics", f"must be an object, got {f.type_name(raw_metrics)}")
     metrics = {k: f.number(v, f"metrics.{k}", minimum=None) for k, v in raw_metrics.items()}
+    stages = tuple(_stage(raw, f"stages[{i}]") for i, raw in enumerate(f.lst(d.get("stages", []), "stages")))
     return Solution(
         instance=f.string(d["instance"], "instance"),
         method=f.string(d["method"], "method"),
-        termination=Termination(term),
+        termination=term,
         status=Status(status),
         placements=tuple(placements),
         rejected=rejected,
@@ -246,6 +245,33 @@ def solution_from_dict(data: Any) -> Solution:
         gap=None if d.get("gap") is None else f.number(d["gap"], "gap"),
         metrics=metrics,
         message=f.string(d.get("message", ""), "message", nonempty=False),
+        stages=stages,
+    )
+
+
+def _termination(value: Any, path: str) -> Termination:
+    if value not in {t.value for t in Termination}:
+        raise InstanceError(path, f"must be one of {', '.join(t.value for t in Termination)}, got {value!r}")
+    return Termination(value)
+
+
+def _stage(raw: Any, path: str) -> StageResult:
+    s = f.obj(raw, path, _STAGE_FIELDS, ("model",))
+
+    def number(key: str, minimum: float | None = None) -> float | None:
+        return None if s[key] is None else f.number(s[key], f"{path}.{key}", minimum=minimum)
+
+    if not isinstance(s["proven"], bool):
+        raise InstanceError(f"{path}.proven", f"must be true or false, got {s['proven']!r}")
+    return StageResult(
+        objective=f.string(s["objective"], f"{path}.objective"),
+        value=number("value"),
+        bound=number("bound"),
+        gap=number("gap", 0.0),
+        proven=s["proven"],
+        termination=_termination(s["termination"], f"{path}.termination"),
+        runtime_s=f.number(s["runtime_s"], f"{path}.runtime_s"),
+        model=f.string(s.get("model", ""), f"{path}.model", nonempty=False),
     )
 
 
@@ -265,4 +291,5 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "rejected": list(sol.rejected),
         "metrics": dict(sol.metrics),
         "message": sol.message,
+        "stages": [st.to_dict() for st in sol.stages],
     }

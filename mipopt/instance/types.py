@@ -278,12 +278,16 @@ def _check_running(inst: Instance) -> None:
 class Termination(StrEnum):
     """Why a method stopped, kept apart from what it found (:class:`Status`).
 
-    ``completed`` is for heuristics: the method ran to its end, proving nothing.
+    ``completed`` is for heuristics: the method ran to its end, proving nothing;
+    ``gap_limit``: the solver stopped within the relative gap it was allowed (``--gap``);
+    ``interrupted``: stopped from outside (Ctrl-C), keeping the best solution found.
     """
 
     OPTIMAL = "optimal"
     COMPLETED = "completed"
     TIME_LIMIT = "time_limit"
+    GAP_LIMIT = "gap_limit"
+    INTERRUPTED = "interrupted"
     INFEASIBLE = "infeasible"
     ERROR = "error"
 
@@ -306,6 +310,52 @@ class Objectives:
 
     def to_dict(self) -> dict[str, float]:
         return {"acceptance": self.acceptance, "hardware": self.hardware, "migrations": self.migrations}
+
+
+@dataclass(frozen=True, slots=True)
+class StageResult:
+    """One stage of a lexicographic (or weighted) exact solve, in its objective's own units.
+
+    Attributes
+    ----------
+    objective
+        The stage's objective (``acceptance``, ``hardware``, ``migrations``, ``weighted``, ...).
+    value
+        The objective's value at the stage's solution; None when the stage found none.
+    bound
+        The best proven bound on the stage's optimum (an upper bound when maximizing).
+    gap
+        Relative gap between value and bound (0 when proven).
+    proven
+        True when value is proven optimal (given the earlier stages' optima).
+    termination
+        Why the stage stopped.
+    runtime_s
+        Wall-clock time of the stage.
+    model
+        Which model served the stage (for example ``aggregate``, ``restricted``, ``detailed``).
+    """
+
+    objective: str
+    value: float | None
+    bound: float | None
+    gap: float | None
+    proven: bool
+    termination: Termination
+    runtime_s: float
+    model: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "objective": self.objective,
+            "value": self.value,
+            "bound": self.bound,
+            "gap": self.gap,
+            "proven": self.proven,
+            "termination": self.termination.value,
+            "runtime_s": self.runtime_s,
+            "model": self.model,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +387,7 @@ class Solution:
     gap: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     message: str = ""
+    stages: tuple[StageResult, ...] = ()
 
     def placed(self) -> dict[str, tuple[str, int]]:
         """Workload id -> (GPU id, start) of every placement (the last, when a workload is repeated)."""
