@@ -12,20 +12,29 @@ name an instance or trace by its arguments alone.
   profiles from Table II, lifetimes uniform in [1, T], metrics against GPU demand.
 * :func:`poisson_trace`: Poisson arrivals at a chosen offered load, any mix and cluster;
   :func:`poisson_stream` builds one from plain options (``mipopt simulate --workload poisson:...``).
+* :func:`hard_instance`: the hard class of the exact model's migrations stage: hosts of
+  two GPUs of two models, host cpu and ram drawn per workload and binding, half of the
+  workloads running and movable.
 * :func:`alibaba_trace`: the Alibaba GPU trace 2023 mapped to MIG as in the GRMU paper
-  (section 8.1); :func:`alibaba_summary` counts it and its peak load.
+  (section 8.1); :func:`alibaba_summary` counts it and its peak load; :func:`alibaba_snapshot`
+  is the mapped cluster at the peak of requests alive (:func:`alibaba_peak`), as a first-fit
+  replay leaves it, with the next hours' requests as new workloads.
 """
 
-from mipopt.workloads.alibaba import alibaba_summary, alibaba_trace
+from mipopt.workloads.alibaba import alibaba_peak, alibaba_snapshot, alibaba_summary, alibaba_trace
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
+from mipopt.workloads.hard import hard_instance
 from mipopt.workloads.ibm import ibm_instance
 from mipopt.workloads.poisson import poisson_stream, poisson_trace
 
 __all__ = [
     "FBK_DISTRIBUTIONS",
+    "alibaba_peak",
+    "alibaba_snapshot",
     "alibaba_summary",
     "alibaba_trace",
     "fbk_trace",
+    "hard_instance",
     "ibm_instance",
     "poisson_stream",
     "poisson_trace",
