@@ -43,8 +43,8 @@ def hard_instance(
     models: Sequence[str] = ("A100-80GB", "H100-80GB"),
     running_share: float = 0.5,
     host_fraction: float = 0.65,
-    cpu_per_compute: Sequence[float] = (2.0, 3.0, 4.0, 5.0, 6.0),
-    ram_gb_per_memory_gb: Sequence[float] = (0.5, 0.75, 1.0, 1.25, 1.5),
+    cpu_per_compute: Sequence[float] = (3.0, 4.0, 5.0),
+    ram_gb_per_memory_gb: Sequence[float] = (1.0,),
     migration_weights: Sequence[float] = (1.0, 1.2, 1.4),
     name: str | None = None,
 ) -> Instance:
@@ -67,8 +67,14 @@ def hard_instance(
        to ``compute_slices - 1`` compute slices (1-6 on these models: about half the GPU on
        average, never full, so free space is left on every GPU) and is filled until no
        profile fits the rest of the target. Each workload first draws its cpu rate from
-       ``cpu_per_compute`` and its ram rate from ``ram_gb_per_memory_gb`` (uniformly), so it
-       needs ``rate x compute slices`` cpu and ``rate x memory GB`` ram; its profile is
+       ``cpu_per_compute`` and its ram rate from ``ram_gb_per_memory_gb`` (uniformly, each on
+       its own), so it needs ``rate x compute slices`` cpu and ``rate x memory GB`` ram. By
+       default the cpu rate is 3, 4 or 5 per compute slice and the ram rate 1 GB per GB:
+       cpu varies per workload, ram is a function of the profile (it still binds, through
+       the capacity). Drawing ram per workload as well (say 0.75, 1 or 1.25) makes every
+       host two knapsacks, and the acceptance stage, not migrations, the one that runs out
+       of time (measured at 40 GPUs: over 60 s, where the defaults prove all three stages in
+       3-7 s, about a third of it in the migrations stage). Its profile is
        drawn uniformly among the GPU model's profiles that still fit (compute within the
        target left, a legal free start in the geometry tables, below ``max_instances``, no
        second ``+me`` on the GPU, room in the host's cpu and ram at the drawn rates), and
@@ -81,10 +87,12 @@ def hard_instance(
        already runs; among profile names every model of the cluster has, and uniformly among
        those names when nothing runs), then draws its cpu and ram rates as in step 3. The
        new workloads then ask for about as much compute, cpu and ram as the running ones
-       hold: the GPUs have more than that free (the running ones hold about 45 % of the
-       compute slices), but the hosts have only about a third of their cpu and ram left,
-       so cpu and ram, not free slots, limit what the cluster can take, and accepting more
-       means moving running workloads to the hosts with room.
+       hold. The GPUs have about that much compute free (the running ones hold about half
+       of it), but the hosts have only a fifth to a quarter of their cpu and ram left (at
+       40 GPUs, seeds 0-2: the new workloads ask 2.4-4 times the free cpu and 3.4-4.7
+       times the free ram), so cpu and ram, far more than free slots, limit what the
+       cluster can take, and accepting more means moving running workloads to the hosts
+       with room.
     5. **Weights.** Acceptance weight a_i (GRMU Eq. 3) = compute slices of the profile, as
        in the IBM set-up; migration weight delta_i (Eq. 5) drawn uniformly from
        ``migration_weights`` for every workload (running and new), so that moves are not
