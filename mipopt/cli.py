@@ -661,13 +661,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: mipopt.formulations.MODELS' names (a test keeps them equal; importing it here would load Pyomo).
+MODEL_NAMES = ("grmu", "grmu-slots", "grmu-paper")
+
+
 def _solver_arguments(p: argparse.ArgumentParser, *, time_limit: str, wpm: bool = False) -> None:
     """--model, --solver, --time-limit, --threads and --seed, shared by solve and sweep."""
     p.add_argument(
         "--model",
         default="grmu",
-        choices=["grmu", "grmu-paper", *(["wpm"] if wpm else [])],
-        help="formulation: grmu, the tight form (default), or grmu-paper, Eqs. 3-26 as printed"
+        choices=[*MODEL_NAMES, *(["wpm"] if wpm else [])],
+        help="formulation: grmu, the configuration model with staged proofs (default); grmu-slots, the "
+        "tight model over start slots; grmu-paper, Eqs. 3-26 as printed"
         + ("; wpm, IBM's profit MIP (see --use-case)" if wpm else ""),
     )
     p.add_argument("--solver", default="highs", choices=["highs", "cpsat"], help="backend (default: highs)")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import reduce
@@ -28,11 +28,12 @@ from pyomo.core.expr.visitor import identify_variables
 from pyomo.repn import generate_standard_repn
 
 from mipopt.errors import InstanceError
-from mipopt.formulations import MODELS, OBJECTIVES, SENSE, Formulation, build, build_grmu
-from mipopt.instance import Instance, Solution, Status, Termination
-from mipopt.policies import first_fit
-from mipopt.solvers import SolverOptions, get_backend
-from mipopt.verify import no_solution, solution_for
+from mipopt.formulations import MODELS, OBJECTIVES, SENSE, Formulation, GrmuModel, build, build_grmu
+from mipopt.formulations.config import ConfigModel, build_config
+from mipopt.instance import Instance, Solution, StageResult, Status, Termination
+from mipopt.preprocess.indexing import TooManyMultisets
+from mipopt.solvers import SolverOptions, get_backend, relative_gap
+from mipopt.verify import evaluate, no_solution, solution_for
 
 DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
 
@@ -100,6 +101,28 @@ def parse_objective(text: str) -> ObjectiveSpec:
     raise InstanceError("--objective", f"must start with lex: or weighted:, got {text!r}")
 
 
+#: Fast heuristics whose best placement (by the objective's order) seeds every stage.
+PORTFOLIO = ("ibm-initial", "bf", "mfi", "first-fit")
+#: Share of the time left that the restricted model may take before the migrations stage.
+RESTRICTED_SHARE = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class StageEvent:
+    """A progress report of :func:`solve_exact`: a stage starts (``done`` False) or ends.
+
+    ``value`` and ``bound`` are in the stage objective's own units (None when unknown).
+    """
+
+    stage: str
+    model: str
+    done: bool
+    value: float | None
+    bound: float | None
+    elapsed_s: float
+    termination: Termination | None = None
+
+
 def solve_exact(
     instance: Instance,
     *,
@@ -110,190 +133,487 @@ def solve_exact(
     warm_start: bool = True,
     bounds: Sequence[tuple[str, str, float]] = (),
     use_case: str | None = None,
+    progress: Callable[[StageEvent], None] | None = None,
 ) -> Solution:
     """Solve ``instance`` exactly and return the solution with the verifier's objectives.
+
+    The answer is never worse, in the objective's order, than the best warm start
+    (the fast heuristics of :data:`PORTFOLIO`, and the current placement with every new
+    workload rejected, which is always feasible), whatever the time limit: a stage the
+    solver could not finish leaves the best placement known, with status ``feasible``.
 
     Parameters
     ----------
     model
-        Formulation name (``grmu``: the tight GRMU model).
+        Formulation name: ``grmu`` (the configuration model, staged), ``grmu-slots`` (the
+        tight model over start slots) or ``grmu-paper`` (the paper's Eqs. 3-26).
     solver
         Backend name, ``highs`` or ``cpsat``.
     objective
         An objective mode (see the module docstring).
     options
-        Time limit (over all stages), threads, seed, gap; the gap defaults to 0 (proof).
+        Time limit for the whole call (model building, every stage, decoding), threads,
+        seed, gap (default 0: proof), a stop flag (Ctrl-C) and a deadline.
     warm_start
-        Seed the backend with first fit where it accepts a starting solution.
+        Seed every stage with the best of the fast heuristics.
     use_case
-        The WPM paper's questions on the tight model (``grmu`` only): ``initial`` (running
-        workloads stay where they are), ``compaction`` (running workloads only, onto GPUs
-        already in use), ``reconfiguration`` (running workloads only, anywhere), ``joint``
-        (everything may move: the default behaviour). New workloads left out are rejected.
+        The WPM paper's questions: ``initial`` (running workloads stay where they are),
+        ``compaction`` (running workloads only, onto GPUs already in use),
+        ``reconfiguration`` (running workloads only, anywhere), ``joint`` (everything may
+        move: the default). New workloads left out are rejected.
     bounds
-        Epsilon constraints ``(objective, "<=" or ">=", value)`` added before the
-        first stage, e.g. ``("hardware", "<=", 5)``.
+        Epsilon constraints ``(objective, "<=" or ">=", value)`` on every stage, e.g.
+        ``("hardware", "<=", 5)``.
+    progress
+        Called when a stage starts and ends.
+
+    Returns
+    -------
+    Solution
+        With one :class:`~mipopt.instance.StageResult` per stage; ``bound`` and ``gap``
+        are the first unproven stage's (or the last stage's), in that objective's units.
     """
+    t0 = time.perf_counter()
     if model not in MODELS:
-        raise InstanceError("--model", f"unknown model {model!r} (known: {', '.join(MODELS)})")
+        raise InstanceError("model", f"unknown model {model!r} (known: {', '.join(MODELS)})")
     spec = parse_objective(objective) if isinstance(objective, str) else objective
     options = options or SolverOptions()
     if options.mip_rel_gap is None:
         options = replace(options, mip_rel_gap=0.0)
     backend = get_backend(solver)
+    deadline = None if options.time_limit_s is None else time.monotonic() + options.time_limit_s
+    given = getattr(options, "deadline", None)
+    if given is not None:
+        deadline = given if deadline is None else min(deadline, given)
+    run = _Run(instance, spec, options, backend, deadline, bounds, progress, t0)
+    work, fixed, closed = _use_case(instance, model, use_case)
+    run.work = work
     method = f"{model} / {solver}, {spec}" + (f", {use_case}" if use_case else "")
-    t0 = time.perf_counter()
-    work, built = _build(instance, model, use_case)
-    missing = [n for n in spec.names if n not in built.objectives]
-    if missing:
-        raise InstanceError("--objective", f"model {model} has no objective {missing[0]!r}")
-    m = built.model
-    start = first_fit(work) if warm_start and backend.capabilities.supports_warm_start else None
-    incumbent = start.placed() if start else None
+    for name, op, _ in bounds:
+        if name not in OBJECTIVES or op not in ("<=", ">="):
+            raise InstanceError("bounds", f"expected (objective, '<=' or '>=', value), got {name}{op}")
+    if spec.mode == "lex":
+        unknown = [n for n in spec.names if n not in OBJECTIVES]
+        if unknown:
+            raise InstanceError("objective", f"unknown objective {unknown[0]!r}")
 
-    if spec.mode == "weighted":
-        signed = [
-            (1 if SENSE[n] == pyo.maximize else -1) * w for n, w in zip(spec.names, spec.values, strict=True)
-        ]
-        stages = [
-            (
-                "weighted",
-                sum(s * built.expression(n) for n, s in zip(spec.names, signed, strict=True)),
-                pyo.maximize,
-                0.0,
-            )
-        ]
+    run.offer(work.current_placement(), "current placement")
+    if warm_start:
+        for name, placed in _portfolio(work, use_case):
+            run.offer(placed, name)
+
+    if model == "grmu":
+        try:
+            models = _ConfigModels(work, fixed, closed)
+            models.get("aggregate")  # enumerates the configurations of every GPU type
+        except TooManyMultisets as err:
+            run.notes.append(f"configuration model not used ({err}): the slot model instead")
+            model = "grmu-slots"
+    if model == "grmu":
+        run.stages_config(models)
     else:
-        stages = [
-            (n, built.expression(n), SENSE[n], tol) for n, tol in zip(spec.names, spec.values, strict=True)
-        ]
+        run.stages_single(_build(work, model, use_case))
+    return run.solution(instance, method)
 
-    m.epsilon = pyo.ConstraintList()
-    for name, op, value in bounds:
-        if name not in built.objectives or op not in ("<=", ">="):
-            raise InstanceError(
-                "--bound", f"expected OBJECTIVE<=VALUE or OBJECTIVE>=VALUE, got {name}{op}{value:g}"
+
+class _Run:
+    """One call of :func:`solve_exact`: the clock, the incumbent, the stages done."""
+
+    def __init__(
+        self,
+        instance: Instance,
+        spec: ObjectiveSpec,
+        options: SolverOptions,
+        backend: Any,
+        deadline: float | None,
+        bounds: Sequence[tuple[str, str, float]],
+        progress: Callable[[StageEvent], None] | None,
+        t0: float,
+    ) -> None:
+        self.work = instance
+        self.spec = spec
+        self.options = options
+        self.backend = backend
+        self.deadline = deadline
+        self.bounds = list(bounds)
+        self.progress = progress
+        self.t0 = t0
+        self.placed: dict[str, tuple[str, int]] | None = None
+        self.values: dict[str, float] = {}
+        self.source = ""
+        self.keeps: list[tuple[str, Any, float, float]] = []  # (name, sense, value, tolerance)
+        self.stages: list[StageResult] = []
+        self.notes: list[str] = []
+        self.infeasible = False
+
+    # --- the clock
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def stopped(self) -> Termination | None:
+        """Why no further stage may start, or None."""
+        stop = getattr(self.options, "stop", None)
+        if stop is not None and stop.is_set:
+            return Termination.INTERRUPTED
+        left = self.left()
+        if left is not None and left <= 0:
+            return Termination.TIME_LIMIT
+        return None
+
+    def stage_options(self, warm: dict[str, float] | None, share: float = 1.0) -> SolverOptions:
+        left = self.left()
+        limit = None if left is None else max(left * share, 0.01)
+        extra = {"deadline": self.deadline} if hasattr(self.options, "deadline") else {}
+        return replace(self.options, time_limit_s=limit, warm_start=warm or None, **extra)
+
+    # --- the incumbent
+
+    def evaluate(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
+        objectives, _ = evaluate(self.work, placed)
+        values = objectives.to_dict()
+        values["intra_moves"] = float(
+            sum(
+                1
+                for w in self.work.running
+                if w.placement is not None
+                and w.id in placed
+                and placed[w.id][0] == w.placement.gpu
+                and placed[w.id][1] != w.placement.start
             )
-        expr = built.expression(name)
-        if _is_constant(expr):  # pyomo refuses trivial constraints; a violated one makes the run infeasible
-            if not (pyo.value(expr) <= value if op == "<=" else pyo.value(expr) >= value):
-                return _none(
-                    instance,
-                    method,
-                    Termination.INFEASIBLE,
-                    t0,
-                    f"{name} is {pyo.value(expr):g}, cannot be {op} {value:g}",
-                )
-            continue
-        m.epsilon.add(expr <= value if op == "<=" else expr >= value)
-    notes: list[str] = []
-    solved = False  # some stage has found a placement, now in `incumbent`
-    termination, status = Termination.OPTIMAL, Status.OPTIMAL
-    bound = gap = None
-    m.lex_keep = pyo.ConstraintList()
-    decisive = [st for st in stages if not _is_constant(st[1])]
-    for name, expr, _, _ in stages:
-        if _is_constant(expr):  # nothing to decide (e.g. no running workloads)
-            notes.append(f"{name} {float(pyo.value(expr)):g} (constant)")
-    exact = options.mip_rel_gap == 0 and spec.mode == "lex"
-    groups = _merge(decisive) if exact else [[(st, 1.0)] for st in decisive]
-    for i, group in enumerate(groups):
-        m.del_component("stage_objective")
-        m.stage_objective = pyo.Objective(expr=_combined(group), sense=group[0][0][2])
-        stage_options = options
-        if options.time_limit_s is not None:
-            stage_options = replace(
-                options, time_limit_s=max(options.time_limit_s - (time.perf_counter() - t0), 0.01)
+        )
+        return values
+
+    def allowed(self, values: dict[str, float]) -> bool:
+        for name, op, bound in self.bounds:
+            v = values[name]
+            if (op == "<=" and v > bound + 1e-6) or (op == ">=" and v < bound - 1e-6):
+                return False
+        for name, sense, value, tol in self.keeps:
+            slack = max(tol * abs(value), 1e-6)
+            if (sense == pyo.maximize and values[name] < value - slack) or (
+                sense != pyo.maximize and values[name] > value + slack
+            ):
+                return False
+        return True
+
+    def key(self, values: dict[str, float]) -> tuple[float, ...]:
+        """Smaller is better: the objective's order, start changes last."""
+        sign = {n: (-1.0 if SENSE[n] == pyo.maximize else 1.0) for n in OBJECTIVES}
+        if self.spec.mode == "weighted":
+            total = sum(
+                w * sign[n] * values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)
             )
-        if incumbent is not None:
-            stage_options = replace(stage_options, warm_start=built.warm_start(incumbent))
-        result = backend.solve(m, stage_options)
-        names = "+".join(st[0] for st, _ in group)
-        if result.status is Status.NONE:
-            notes.append(f"{names}: {result.termination.value} {result.message}".strip())
-            if not solved:
-                return _none(instance, method, result.termination, t0, "; ".join(notes))
-            # a later stage ran out of time: the earlier stages' placement is still a solution
-            termination, status = result.termination, Status.FEASIBLE
-            break
-        solved = True
-        bound, gap = result.bound, result.gap
-        if result.termination is not Termination.OPTIMAL:
-            termination, status = result.termination, Status.FEASIBLE
-        incumbent = built.decode()
-        for j, ((name, expr, sense, tol), _) in enumerate(group):
-            value = float(pyo.value(expr))
-            merged = " in one solve with " + group[0][0][0] if j else ""
-            notes.append(f"{name} {value:g} ({result.termination.value}{merged})")
-            if i + 1 < len(groups):
+            return (total, values["intra_moves"])
+        names = [*self.spec.names, *(n for n in OBJECTIVES if n not in self.spec.names)]
+        return tuple(sign[n] * values[n] for n in names)
+
+    def offer(self, placed: dict[str, tuple[str, int]], source: str) -> bool:
+        """Keep ``placed`` if it obeys the bounds and stages so far and beats the incumbent."""
+        values = self.evaluate(placed)
+        if not self.allowed(values):
+            return False
+        if self.placed is not None and self.key(values) >= self.key(self.values):
+            return False
+        self.placed, self.values, self.source = placed, values, source
+        return True
+
+    # --- stages
+
+    def stage_list(self) -> list[tuple[str, Any, float]]:
+        """(objective name, sense, tolerance) per stage; ``weighted`` is one stage."""
+        if self.spec.mode == "weighted":
+            return [("weighted", pyo.maximize, 0.0)]
+        return [(n, SENSE[n], tol) for n, tol in zip(self.spec.names, self.spec.values, strict=True)]
+
+    def objective_expr(self, built: Formulation, name: str) -> Any:
+        if name != "weighted":
+            return built.expression(name)
+        return sum(
+            (1 if SENSE[n] == pyo.maximize else -1) * w * built.expression(n)
+            for n, w in zip(self.spec.names, self.spec.values, strict=True)
+            if n in built.objectives
+        )
+
+    def prepare(self, built: Formulation) -> bool:
+        """Add the bounds and the kept stage optima to ``built`` (once each); False if a bound is violated."""
+        m = built.model
+        if not hasattr(m, "lex_keep"):
+            m.lex_keep = pyo.ConstraintList()
+            m.epsilon = pyo.ConstraintList()
+            m.kept_count = 0
+            for name, op, value in self.bounds:
+                expr = built.expression(name)
+                if _is_constant(expr):
+                    v = float(pyo.value(expr))
+                    if not (v <= value + 1e-9 if op == "<=" else v >= value - 1e-9):
+                        self.notes.append(f"{name} is {v:g}, cannot be {op} {value:g}")
+                        return False
+                    continue
+                m.epsilon.add(expr <= value if op == "<=" else expr >= value)
+        for name, sense, value, tol in self.keeps[m.kept_count :]:
+            expr = built.expression(name)
+            if not _is_constant(expr):
                 slack = max(tol * abs(value), 1e-6)
                 m.lex_keep.add(expr >= value - slack if sense == pyo.maximize else expr <= value + slack)
-        if result.termination is not Termination.OPTIMAL:
-            # the time is spent: later stages would only echo this placement, and the bound
-            # and gap that matter are this stage's
-            rest = [st[0] for g in groups[i + 1 :] for st, _ in g]
-            if rest:
-                notes.append(f"not optimized: {', '.join(rest)}")
-            break
+        m.kept_count = len(self.keeps)
+        return True
 
-    if not solved:  # every objective is constant here: any feasible point is optimal
+    def solve_stage(
+        self, built: Formulation, name: str, sense: Any, label: str, share: float = 1.0
+    ) -> tuple[Any, float | None]:
+        """One solve of ``built`` for objective ``name``; the result and the stage's bound in its units."""
+        m = built.model
         m.del_component("stage_objective")
-        m.stage_objective = pyo.Objective(expr=0.0)
-        start_values = built.warm_start(incumbent) if incumbent is not None else None
-        result = backend.solve(m, replace(options, warm_start=start_values))
-        if result.status is Status.NONE:
-            notes.append(f"feasibility: {result.termination.value} {result.message}".strip())
-            return _none(instance, method, result.termination, t0, "; ".join(notes))
-        if result.termination is not Termination.OPTIMAL:
-            termination, status = result.termination, Status.FEASIBLE
-        incumbent = built.decode()
-    return solution_for(
-        instance,
-        incumbent if incumbent is not None else built.decode(),
-        method=method,
-        termination=termination,
-        status=status,
-        runtime_s=time.perf_counter() - t0,
-        bound=bound,
-        gap=gap,
-        message="; ".join(notes),
-    )
+        expr = self.objective_expr(built, name)
+        m.stage_objective = pyo.Objective(expr=expr, sense=sense)
+        warm = built.warm_start(self.placed) if self.placed is not None else None
+        self.report(name, label, False, self.values.get(name), None)
+        result = self.backend.solve(m, self.stage_options(warm, share))
+        if result.has_solution:
+            self.offer(built.decode(), f"{label} {name}")
+        return result, _rounded_bound(expr, result.bound, sense)
+
+    def report(
+        self,
+        stage: str,
+        model: str,
+        done: bool,
+        value: float | None,
+        bound: float | None,
+        termination: Termination | None = None,
+    ) -> None:
+        if self.progress is not None:
+            self.progress(
+                StageEvent(stage, model, done, value, bound, time.perf_counter() - self.t0, termination)
+            )
+
+    def record(
+        self, name: str, sense: Any, tol: float, result: Any, bound: float | None, label: str, started: float
+    ) -> bool:
+        """Record a solved stage, keep its optimum for the next ones; True when later stages may run."""
+        value = self.values.get(name) if name != "weighted" else None
+        if name == "weighted" and result.has_solution:
+            value = result.objective
+        termination = result.termination
+        proven = termination is Termination.OPTIMAL
+        if termination is Termination.INFEASIBLE and self.placed is None:
+            self.infeasible = True
+        if proven and value is not None and bound is not None:
+            bound = value  # the rounded bound of a proven stage is its value
+        gap = relative_gap(value, bound)
+        if termination is Termination.OPTIMAL and gap not in (None, 0.0):
+            # the solver's own tolerances proved less than the incumbent claims
+            proven, termination = False, Termination.GAP_LIMIT
+        if not result.has_solution and termination is Termination.OPTIMAL:
+            termination = Termination.ERROR
+        self.stages.append(
+            StageResult(name, value, bound, gap, proven, termination, time.perf_counter() - started, label)
+        )
+        self.report(name, label, True, value, bound, termination)
+        if value is not None and name != "weighted":
+            self.keeps.append((name, sense, value, tol))
+        return proven or termination is Termination.GAP_LIMIT
+
+    def constant(self, built: Formulation, name: str, sense: Any, tol: float) -> None:
+        """A stage with nothing to decide (e.g. no running workloads): its value is proven."""
+        v = float(pyo.value(built.expression(name)))
+        self.stages.append(StageResult(name, v, v, 0.0, True, Termination.OPTIMAL, 0.0, "constant"))
+        self.keeps.append((name, sense, v, tol))
+
+    def stages_single(self, built: Formulation) -> None:
+        """Every stage on one formulation (``grmu-slots``, ``grmu-paper``), exact stages merged where safe."""
+        if not self.prepare(built):
+            self.infeasible = True
+            return
+        label = "slots" if isinstance(built, GrmuModel) else "paper"
+        decisive = []
+        for name, sense, tol in self.stage_list():
+            if name == "weighted" or not _is_constant(built.expression(name)):
+                decisive.append((name, sense, tol))
+            else:
+                self.constant(built, name, sense, tol)
+        if (
+            self.spec.mode == "lex"
+            and "intra_moves" in built.objectives
+            and "intra_moves" not in self.spec.names
+        ) and not _is_constant(built.expression("intra_moves")):  # the default last tie-breaker
+            decisive.append(("intra_moves", SENSE["intra_moves"], 0.0))
+        for name, sense, tol in decisive:
+            if self.stopped() is not None:
+                break
+            started = time.perf_counter()
+            if not self.prepare(built):
+                break
+            result, bound = self.solve_stage(built, name, sense, label)
+            if not self.record(name, sense, tol, result, bound, label, started):
+                break
+
+    def stages_config(self, models: _ConfigModels) -> None:
+        """The staged pipeline of the configuration model (``models/grmu.md``, section Staged proofs).
+
+        Stages whose objectives so far are acceptance and hardware run on the aggregated
+        model; a migrations stage first asks whether a placement keeping every running
+        workload home reaches the earlier optima (then 0 migrations is proven), and only
+        otherwise solves the detailed model; weighted objectives run on the detailed model.
+        """
+        seen: set[str] = {name for name, _, _ in self.bounds}
+        for name, sense, tol in self.stage_list():
+            if self.stopped() is not None:
+                break
+            started = time.perf_counter()
+            seen.add(name)
+            if name == "weighted" or not seen <= {"acceptance", "hardware"}:
+                label = "detailed"
+            else:
+                label = "aggregate"
+            if name == "migrations" and self.migrations_zero(models, started):
+                continue
+            if name == "intra_moves":  # decided by the per-GPU decode: nothing to solve
+                self.notes.append("intra_moves minimized per GPU by the decoding of the configurations")
+                continue
+            built = models.get(label)
+            if self.stopped() is not None or not self.prepare(built):
+                if not self.stages:
+                    self.infeasible = self.stopped() is None
+                break
+            if name != "weighted" and _is_constant(built.expression(name)):
+                self.constant(built, name, sense, tol)
+                continue
+            result, bound = self.solve_stage(built, name, sense, label)
+            if not self.record(name, sense, tol, result, bound, label, started):
+                break
+
+    def migrations_zero(self, models: _ConfigModels, started: float) -> bool:
+        """Prove 0 migrations by a placement that keeps every running workload home; True if done."""
+
+        def proven(label: str) -> bool:
+            self.stages.append(
+                StageResult(
+                    "migrations",
+                    0.0,
+                    0.0,
+                    0.0,
+                    True,
+                    Termination.OPTIMAL,
+                    time.perf_counter() - started,
+                    label,
+                )
+            )
+            self.keeps.append(("migrations", SENSE["migrations"], 0.0, 0.0))
+            self.report("migrations", label, True, 0.0, 0.0, Termination.OPTIMAL)
+            return True
+
+        if self.placed is not None and self.values["migrations"] == 0:
+            return proven("incumbent")
+        built = models.get("restricted")
+        if self.stopped() is not None or not self.prepare(built):
+            return False
+        m = built.model
+        m.del_component("stage_objective")
+        m.stage_objective = pyo.Objective(expr=0.0 * m.PHI[self.work.hosts[0].id])
+        self.report("migrations", "restricted", False, None, None)
+        result = self.backend.solve(m, self.stage_options(None, RESTRICTED_SHARE))
+        if (
+            result.has_solution
+            and self.offer(built.decode(), "restricted")
+            and self.values["migrations"] == 0
+        ):
+            return proven("restricted")
+        if result.termination is Termination.INFEASIBLE:
+            self.notes.append("no placement keeping every running workload home reaches the optima above")
+        return False
+
+    # --- the answer
+
+    def solution(self, instance: Instance, method: str) -> Solution:
+        runtime = time.perf_counter() - self.t0
+        stages = tuple(self.stages)
+        unproven = next((st for st in stages if not st.proven), None)
+        wanted = len(self.stage_list())
+        done = [st for st in stages if st.proven]
+        if self.placed is None:
+            termination = Termination.INFEASIBLE if self.infeasible else (self.stopped() or Termination.ERROR)
+            notes = self.notes or [f"{st.objective}: {st.termination.value}" for st in stages]
+            return no_solution(
+                instance, method=method, termination=termination, runtime_s=runtime, message="; ".join(notes)
+            )
+        all_proven = unproven is None and len(done) >= wanted
+        if all_proven:
+            termination, status = Termination.OPTIMAL, Status.OPTIMAL
+        else:
+            status = Status.FEASIBLE
+            termination = (
+                unproven.termination if unproven is not None else (self.stopped() or Termination.TIME_LIMIT)
+            )
+        named = [st for st in stages if st.objective in {n for n, _, _ in self.stage_list()}]
+        shown = unproven or (named[-1] if named else None)
+        bound = shown.bound if shown is not None else None
+        gap = shown.gap if shown is not None else None
+        notes = [
+            f"{st.objective} {_fmt(st.value)} ({'proven' if st.proven else st.termination.value}, {st.model}, {st.runtime_s:.2f} s)"
+            for st in stages
+        ]
+        missing = [n for n, _, _ in self.stage_list() if n not in {st.objective for st in stages}]
+        if missing and not all_proven:
+            notes.append(f"not optimized: {', '.join(missing)}")
+        notes.append(f"answer from {self.source}")
+        sol = solution_for(
+            instance,
+            self.placed,
+            method=method,
+            termination=termination,
+            status=status,
+            runtime_s=runtime,
+            bound=bound,
+            gap=gap,
+            message="; ".join([*notes, *self.notes]),
+        )
+        return replace(sol, stages=stages)
 
 
-Stage = tuple[str, Any, Any, float]  # (objective name, expression, sense, tolerance)
-
-#: A merged stage's second objective must still move the combined one by this much per unit step.
-MIN_MERGED_STEP = 1e-4
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
-def _merge(stages: list[Stage]) -> list[list[tuple[Stage, float]]]:
-    """Group consecutive lexicographic stages that one solve can settle exactly, with their weights.
+class _ConfigModels:
+    """The configuration model's variants of one instance, built when first needed."""
 
-    Stage k and k+1 merge when stage k has no tolerance, both objectives move in steps
-    (every coefficient an integer multiple of a step g), and the range R of the second
-    objective over the variables' bounds is known: then ``f_k +/- eps f_k+1`` with
-    ``eps = g_k / (R + 1)`` ranks points by f_k first (a step of f_k, at least g_k,
-    outweighs any change of eps f_k+1) and by f_k+1 among f_k's optima. Merging stops
-    where ``eps * g_k+1`` would fall below :data:`MIN_MERGED_STEP`, which keeps the
-    second objective's steps well above the solvers' optimality tolerance (1e-6).
-    """
-    groups: list[list[tuple[Stage, float]]] = []
-    for st in stages:
-        if groups and groups[-1][-1][0][3] == 0:
-            (last, weight) = groups[-1][-1]
-            step_last, step_next, spread = _step(last[1]), _step(st[1]), _range(st[1])
-            if step_last and step_next and spread is not None:
-                eps = weight * step_last / (spread + 1)
-                if eps * step_next >= MIN_MERGED_STEP:
-                    groups[-1].append((st, eps))
-                    continue
-        groups.append([(st, 1.0)])
-    return groups
+    def __init__(self, work: Instance, fixed: frozenset[str] | None, closed: frozenset[str]) -> None:
+        self.work, self.fixed, self.closed = work, fixed, closed
+        self.built: dict[str, ConfigModel] = {}
+
+    def get(self, mode: str) -> ConfigModel:
+        if mode not in self.built:
+            self.built[mode] = build_config(self.work, mode=mode, fixed=self.fixed, closed=self.closed)  # type: ignore[arg-type]
+        return self.built[mode]
 
 
-def _combined(group: list[tuple[Stage, float]]) -> Any:
-    sense = group[0][0][2]
-    return sum((w if st[2] == sense else -w) * st[1] for st, w in group)
+def _portfolio(work: Instance, use_case: str | None) -> list[tuple[str, dict[str, tuple[str, int]]]]:
+    """The placements of the fast heuristics (running workloads where they run)."""
+    from mipopt.policies import BATCH
+    from mipopt.policies.online import make_policy, run_batch
+
+    out = []
+    for name in PORTFOLIO:
+        sol = BATCH[name](work) if name in BATCH else run_batch(make_policy(name, "method"), work)
+        if sol.status is not Status.NONE:
+            out.append((name, sol.placed()))
+    return out
+
+
+def _rounded_bound(expr: Any, bound: float | None, sense: Any) -> float | None:
+    """A solver's bound on ``expr`` rounded to the values ``expr`` can take (const + k x step)."""
+    if bound is None or not math.isfinite(bound):
+        return bound
+    repn = generate_standard_repn(expr, compute_values=True)
+    step = lattice_step(repn.linear_coefs) if repn.is_linear() else None
+    if not step or not all(v.is_integer() for v in repn.linear_vars):
+        return bound
+    const = float(repn.constant)
+    k = (bound - const) / step
+    k = math.floor(k + 1e-6) if sense == pyo.maximize else math.ceil(k - 1e-6)
+    return const + k * step
 
 
 def lattice_step(values: Iterable[float]) -> float | None:
@@ -317,51 +637,39 @@ def lattice_step(values: Iterable[float]) -> float | None:
     return num / den
 
 
-def _step(expr: Any) -> float | None:
-    repn = generate_standard_repn(expr, compute_values=True)
-    return lattice_step(repn.linear_coefs) if repn.is_linear() else None
-
-
-def _range(expr: Any) -> float | None:
-    """max - min of ``expr`` over its variables' bounds (None if a bound is missing)."""
-    repn = generate_standard_repn(expr, compute_values=True)
-    total = 0.0
-    for c, v in zip(repn.linear_coefs, repn.linear_vars, strict=True):
-        lb, ub = v.bounds
-        if lb is None or ub is None:
-            return None
-        total += abs(c) * (ub - lb)
-    return total
-
-
 USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
 
 
-def _build(instance: Instance, model: str, use_case: str | None) -> tuple[Instance, Formulation]:
-    """The instance the model sees and the built model, for a use case (None: the instance as is)."""
+def _use_case(
+    instance: Instance, model: str, use_case: str | None
+) -> tuple[Instance, frozenset[str] | None, frozenset[str]]:
+    """The instance the model sees, the running workloads held in place (None: the pinned
+    ones) and the GPUs that must stay off, for a WPM use case (None: the instance as is)."""
     if use_case is None or use_case == "joint":
-        return instance, build(model, instance)
+        return instance, None, frozenset()
     if use_case not in USE_CASES:
-        raise InstanceError("--use-case", f"unknown use case {use_case!r} (known: {', '.join(USE_CASES)})")
-    if model != "grmu":
-        raise InstanceError("--use-case", f"model {model} takes no use case (grmu and wpm do)")
+        raise InstanceError("use_case", f"unknown use case {use_case!r} (known: {', '.join(USE_CASES)})")
+    if model not in ("grmu", "grmu-slots"):
+        raise InstanceError("use_case", f"model {model} takes no use case (grmu, grmu-slots and wpm do)")
     if use_case == "initial":
-        return instance, build_grmu(instance, fixed=[w.id for w in instance.running])
+        return instance, frozenset(w.id for w in instance.running), frozenset()
     work = replace(instance, workloads=instance.running)  # the new workloads wait
-    built = build_grmu(work)
     if use_case == "compaction":  # onto GPUs already in use: the free ones stay off
         busy = {g for g, _ in work.current_placement().values()}
-        for g in work.gpus:
-            if g.id not in busy:
-                built.model.U[g.id].fix(0)
-    return work, built
+        return work, None, frozenset(g.id for g in work.gpus if g.id not in busy)
+    return work, None, frozenset()
+
+
+def _build(work: Instance, model: str, use_case: str | None) -> Formulation:
+    """The slot or paper formulation of the use case's instance."""
+    if model != "grmu-slots":
+        return build(model, work)
+    _, fixed, closed = _use_case(work, model, use_case)
+    built = build_grmu(work, fixed=fixed)
+    for gpu in closed:
+        built.model.U[gpu].fix(0)
+    return built
 
 
 def _is_constant(expr: pyo.Expression) -> bool:
     return not any(True for _ in identify_variables(expr))
-
-
-def _none(instance: Instance, method: str, termination: Termination, t0: float, message: str) -> Solution:
-    return no_solution(
-        instance, method=method, termination=termination, runtime_s=time.perf_counter() - t0, message=message
-    )

@@ -33,6 +33,12 @@ class Formulation(Protocol):
     def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]: ...
 
 
+def _build_config(instance: Instance) -> Formulation:
+    from mipopt.formulations.config import build_config
+
+    return build_config(instance, mode="detailed")
+
+
 def _build_grmu_paper(instance: Instance) -> Formulation:
     from mipopt.formulations.grmu_paper import build_grmu_paper
 
@@ -41,7 +47,8 @@ def _build_grmu_paper(instance: Instance) -> Formulation:
 
 #: Formulation name (``--model``) -> (builder, one-line description).
 MODELS: dict[str, tuple[Callable[[Instance], Formulation], str]] = {
-    "grmu": (build_grmu, "tight GRMU model over candidate placements"),
+    "grmu": (_build_config, "configuration model: multisets of profiles per GPU, staged proofs"),
+    "grmu-slots": (build_grmu, "tight GRMU model over candidate placements (start slots)"),
     "grmu-paper": (_build_grmu_paper, "GRMU ILP as printed (Eqs. 3-26)"),
 }
 

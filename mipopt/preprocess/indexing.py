@@ -753,3 +753,141 @@ def assumption1_counterexamples(
         if _search(model, state.mask, items) is None:
             out.append(tuple(model.profiles[p].name for p in multiset))
     return out
+
+
+# --- configurations: maximal indexable multisets, for the configuration model
+
+
+class TooManyMultisets(ValueError):
+    """The indexable multisets of a GPU type are more than the caller's limit."""
+
+
+def maximal_multisets(
+    model: GpuModel,
+    fixed: FixedState | Mapping[str, tuple[int, int]] | None,
+    profiles: Iterable[int],
+    *,
+    limit: int = 20_000,
+) -> tuple[tuple[int, ...], ...]:
+    """The maximal multisets of ``profiles`` that can be indexed around ``fixed``, as count vectors.
+
+    A multiset is *indexable* when legal, non-overlapping starts exist for all of its
+    instances around the fixed ones (and the start-free rules hold: compute,
+    ``max_instances``, one ``+me``). Indexability is closed under removal, so a GPU
+    can hold a multiset exactly when some maximal one contains it: the configuration
+    model (``models/grmu.md``) chooses among these. On an empty A100-80GB with all
+    19 profiles there are 44 maximal multisets out of 127 non-empty indexable ones.
+
+    Parameters
+    ----------
+    model
+        The GPU model.
+    fixed
+        The unmovable instances (see :func:`index_gpu`), or None.
+    profiles
+        Profile indices that may be used; the others count 0.
+    limit
+        Most indexable multisets to enumerate before giving up.
+
+    Returns
+    -------
+    tuple of tuple of int
+        Count vectors indexed like ``model.profiles``, in enumeration order; the empty
+        vector alone when nothing fits.
+
+    Raises
+    ------
+    TooManyMultisets
+        When more than ``limit`` multisets are indexable.
+    """
+    state = _normalize_fixed(model, fixed)
+    key = (model, state.mask, state.counts, state.media, tuple(sorted(set(profiles))))
+    return _maximal_multisets(*key, limit)
+
+
+@lru_cache(maxsize=4096)
+def _maximal_multisets(
+    model: GpuModel, mask: int, counts: tuple[int, ...], media: bool, profiles: tuple[int, ...], limit: int
+) -> tuple[tuple[int, ...], ...]:
+    compute = sum(c * p.compute for c, p in zip(counts, model.profiles, strict=True))
+    state = _Fixed(mask, counts, media, compute, ())
+    ranked = sorted(profiles, key=lambda p: _rank_key(model, p))
+    prefs = _preferences(model)
+    n = len(model.profiles)
+    found: list[tuple[int, ...]] = []
+    seen: set[tuple[int, ...]] = set()
+
+    def walk(j: int, chosen: list[int]) -> None:
+        vector = [0] * n
+        for p in chosen:
+            vector[p] += 1
+        found.append(tuple(vector))
+        seen.add(found[-1])
+        if len(found) > limit:
+            raise TooManyMultisets(f"{model.name}: more than {limit} indexable multisets")
+        for k in range(j, len(ranked)):
+            trial = [*chosen, ranked[k]]
+            items = [_Item(str(i), p, i, prefs[p]) for i, p in enumerate(trial)]
+            if _indexable(model, state, items) is not None:
+                walk(k, trial)
+
+    walk(0, [])
+    maximal = []
+    for vector in found:
+        bigger = (tuple(c + (q == p) for q, c in enumerate(vector)) for p in profiles)
+        if not any(b in seen for b in bigger):
+            maximal.append(vector)
+    return tuple(maximal)
+
+
+def index_keeping(
+    model: GpuModel,
+    fixed: FixedState | Mapping[str, tuple[int, int]] | None,
+    items: Sequence[tuple[str, int]],
+    home: Mapping[str, int],
+) -> dict[str, int] | None:
+    """Starts for ``items`` around ``fixed`` that change the fewest ``home`` starts, or None.
+
+    ``home`` maps the items that already run on this GPU to their current start.
+    The search is exact: it tries to keep every such item where it is, then every
+    subset with one fewer, and so on (at most ``2**len(home)`` small searches, and a
+    GPU holds at most 7 instances), indexing the rest around the kept ones.
+
+    Returns
+    -------
+    dict or None
+        Workload id -> start; None when ``items`` cannot be indexed at all.
+    """
+    state = _normalize_fixed(model, fixed)
+    prefs = _preferences(model)
+    stayers = [wid for wid, _ in items if wid in home]
+    profile_of = dict(items)
+    if _totals_violation(model, state, [p for _, p in items]) is not None:
+        return None
+    from itertools import combinations
+
+    for released in range(len(stayers) + 1):
+        for moved in combinations(stayers, released):
+            kept = [w for w in stayers if w not in moved]
+            mask, ok = state.mask, True
+            for w in kept:
+                q = model.profiles[profile_of[w]]
+                bits = q.slot_mask(home[w])
+                if mask & bits or home[w] not in q.starts:
+                    ok = False
+                    break
+                mask |= bits
+            if not ok:
+                continue
+            rest = [(w, p) for w, p in items if w not in kept]
+            entries = [
+                _Item(w, p, i, (home[w], *(s for s in prefs[p] if s != home[w])) if w in home else prefs[p])
+                for i, (w, p) in enumerate(rest)
+            ]
+            ordered = sorted(entries, key=lambda it: (_rank_key(model, it.p), it.position))
+            starts = _search(model, mask, ordered)
+            if starts is not None:
+                out = {w: home[w] for w in kept}
+                out.update({it.wid: s for it, s in zip(ordered, starts, strict=True)})
+                return out
+    return None

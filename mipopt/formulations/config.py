@@ -1,0 +1,639 @@
+"""GRMU's placement problem as a configuration model (``--model grmu``, the default).
+
+No objective of GRMU (Eqs. 3-5) depends on start slots, so a GPU's state can be the
+multiset of profiles it holds, as long as that multiset can be indexed into legal
+starts around the GPU's pinned instances. Indexability is closed under removal, so a
+GPU only needs to choose among the *maximal* indexable multisets of its type
+(:func:`~mipopt.preprocess.indexing.maximal_multisets`: 44 on an empty A100-80GB);
+whatever it holds, per profile, is at most what the chosen configuration offers.
+Start slots come back afterwards, per GPU, from the exact indexing search, keeping
+running workloads on their own starts wherever possible. See ``models/grmu.md``.
+
+Three variants of one builder serve the staged solve of :mod:`mipopt.exact`:
+
+* ``aggregate``: every movable running workload joins the pool of its shape (it must
+  be placed, anywhere); GPUs of one host and one type (model, pinned instances) are
+  counted per configuration (``N``), not named. Acceptance and hardware are exact
+  here; migrations are not modelled.
+* ``restricted``: every movable running workload stays on its own GPU (its start may
+  change), so every point has 0 migrations; GPUs of one host, type and running
+  multiset are counted.
+* ``detailed``: a GPU holding movable running workloads is named (a binary per
+  configuration) and counts its stayers per class of identical running workloads;
+  leavers join the pool; other GPUs are counted. All three objectives are exact.
+
+Items (pool workloads) are counted per (shape, host, GPU model): a host's GPUs of one
+model offer, per profile, the spots of their chosen configurations, less the spots
+their stayers use. Assigning counted items to the GPUs' spots is a transport problem
+per profile with no interaction between profiles, so the counts are exact.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pyomo.environ as pyo
+
+from mipopt.catalog import GpuModel
+from mipopt.instance import Instance, Workload
+from mipopt.preprocess import fixed_ids, fixed_states, placement_key
+from mipopt.preprocess.indexing import index_keeping, maximal_multisets
+
+Mode = Literal["aggregate", "restricted", "detailed"]
+MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed")
+Vector = tuple[int, ...]
+
+
+@dataclass
+class _Shape:
+    """Movable workloads with one placement key (profile per model, cpu, ram)."""
+
+    example: Workload
+    new: dict[float, list[str]] = field(default_factory=dict)  # weight -> new workload ids
+    running: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Unit:
+    """GPUs that choose configurations together: named (one GPU) or counted (a group)."""
+
+    host: str
+    model: GpuModel
+    gpus: tuple[str, ...]
+    configs: tuple[Vector, ...]
+    required: Vector  # per-GPU counts held by stayers forced in place (restricted mode)
+    forced: bool  # every GPU of the unit is active (pinned or forced stayers)
+    named: bool  # one GPU with a binary per configuration and counted stayers
+
+
+@dataclass
+class ConfigModel:
+    """A built configuration model and what is needed to read a placement back out of it.
+
+    Attributes
+    ----------
+    mode
+        ``aggregate``, ``restricted`` or ``detailed`` (module docstring).
+    model
+        The Pyomo model; objective expressions in ``model.obj_expr[name]``.
+    units
+        Unit k owns variables ``model.N[k, c]`` (count of its GPUs in configuration c).
+    items
+        Key k of ``model.X[k]``: (shape index, host id, GPU model name).
+    stays
+        Key k of ``model.K[k]``: (unit index, running workload ids of one class on its GPU).
+    accept
+        Class k of ``model.A[k]``: (shape index, new workload ids of one weight).
+    """
+
+    instance: Instance
+    mode: Mode
+    model: pyo.ConcreteModel
+    shapes: list[_Shape]
+    units: list[_Unit]
+    items: list[tuple[int, str, str]]
+    stays: list[tuple[int, tuple[str, ...]]]
+    accept: list[tuple[int, tuple[str, ...]]]
+    fixed: dict[str, tuple[str, int]]
+    profile_of: dict[tuple[int, str], int]  # (shape, model name) -> profile index
+    objectives: tuple[str, ...]
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def expression(self, name: str) -> pyo.Expression:
+        return self.model.obj_expr[name]
+
+    # --- reading a placement back
+
+    def decode(self) -> dict[str, tuple[str, int]]:
+        """The placement in the model's current values: workload -> (GPU, start).
+
+        Per unit, configurations go to GPUs (in a counted unit, to the GPUs whose running
+        workloads they keep best); stayers stay; a shape's counted items on a host go to
+        its leavers from that host first, then to other leavers, then to accepted new
+        workloads; each GPU's content is indexed keeping the most running workloads on
+        their own starts (:func:`~mipopt.preprocess.indexing.index_keeping`).
+        """
+        m = self.model
+        config_of: dict[str, Vector] = {}
+        stayers: dict[str, list[str]] = defaultdict(list)  # gpu -> running workloads kept there
+        for k, unit in enumerate(self.units):
+            chosen = [c for c in range(len(unit.configs)) for _ in range(_count(m.N[k, c]))]
+            self._assign(unit, [unit.configs[c] for c in chosen], config_of)
+        for k, (u, members) in enumerate(self.stays):
+            gpu = self.units[u].gpus[0]
+            stayers[gpu].extend(members[: _count(m.K[k])])
+        quota: dict[tuple[int, str, str], int] = {key: _count(m.X[k]) for k, key in enumerate(self.items)}
+        if self.mode == "restricted":
+            for shape in self.shapes:
+                for wid in shape.running:
+                    stayers[self._home(wid)].append(wid)
+        elif self.mode == "aggregate":  # running workloads keep their GPU where its configuration has room
+            self._aggregate_stayers(config_of, quota, stayers)
+        return self._place(config_of, stayers, quota)
+
+    def _assign(self, unit: _Unit, configs: list[Vector], config_of: dict[str, Vector]) -> None:
+        """Give each chosen configuration to one GPU of the unit, keeping running workloads home."""
+        if unit.named or len(unit.gpus) == 1:
+            if configs:
+                config_of[unit.gpus[0]] = configs[0]
+            return
+        running: dict[str, list[Workload]] = defaultdict(list)
+        if self.mode == "aggregate":
+            for w in self.instance.running:
+                if w.id not in self.fixed and w.placement is not None and w.placement.gpu in unit.gpus:
+                    running[w.placement.gpu].append(w)
+        order = sorted(unit.gpus, key=lambda g: -sum(w.migration_weight for w in running[g]))
+        left = list(configs)
+        for gpu in order:
+            if not left:
+                break
+            best = max(range(len(left)), key=lambda i: self._kept_weight(unit.model, left[i], running[gpu]))
+            config_of[gpu] = left.pop(best)
+
+    def _kept_weight(self, model: GpuModel, config: Vector, running: list[Workload]) -> float:
+        room = list(config)
+        kept = 0.0
+        for w in sorted(running, key=lambda w: -w.migration_weight):
+            p = model.index(w.profile)
+            if p is not None and room[p] > 0:
+                room[p] -= 1
+                kept += w.migration_weight
+        return kept
+
+    def _aggregate_stayers(
+        self,
+        config_of: dict[str, Vector],
+        quota: dict[tuple[int, str, str], int],
+        stayers: dict[str, list[str]],
+    ) -> None:
+        inst = self.instance
+        shape_of = {w: c for c, shape in enumerate(self.shapes) for w in shape.running}
+        room = {g: list(c) for g, c in config_of.items()}
+        for w in sorted(
+            (inst.workload(w) for s in self.shapes for w in s.running), key=lambda w: -w.migration_weight
+        ):
+            gpu = inst.gpu(self._home(w.id))
+            p = gpu.model.index(w.profile)
+            key = (shape_of[w.id], gpu.host, gpu.model.name)
+            if gpu.id in room and p is not None and room[gpu.id][p] > 0 and quota.get(key, 0) > 0:
+                room[gpu.id][p] -= 1
+                quota[key] -= 1
+                stayers[gpu.id].append(w.id)
+
+    def _place(
+        self,
+        config_of: dict[str, Vector],
+        stayers: dict[str, list[str]],
+        quota: dict[tuple[int, str, str], int],
+    ) -> dict[str, tuple[str, int]]:
+        inst = self.instance
+        content: dict[str, list[tuple[str, int]]] = defaultdict(list)  # gpu -> (workload, profile)
+        room = {g: list(c) for g, c in config_of.items()}
+        for gpu_id, ws in stayers.items():
+            model = inst.gpu(gpu_id).model
+            for wid in ws:
+                p = model.index(inst.workload(wid).profile)
+                assert p is not None
+                room[gpu_id][p] -= 1
+                content[gpu_id].append((wid, p))
+        by_host_model: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for g in inst.gpus:
+            if g.id in room:
+                by_host_model[g.host, g.model.name].append(g.id)
+        stayed = {w for ws in stayers.values() for w in ws}
+
+        def put(wid: str, c: int, host: str, model_name: str, prefer: str | None) -> bool:
+            p = self.profile_of[c, model_name]
+            gpus = by_host_model[host, model_name]
+            order = ([prefer] if prefer in gpus else []) + gpus
+            for gpu_id in order:
+                if room[gpu_id][p] > 0:
+                    room[gpu_id][p] -= 1
+                    content[gpu_id].append((wid, p))
+                    quota[c, host, model_name] -= 1
+                    return True
+            return False
+
+        for c, shape in enumerate(self.shapes):
+            keys = [key for key in quota if key[0] == c]
+            leavers = sorted(
+                (inst.workload(w) for w in shape.running if w not in stayed),
+                key=lambda w: -w.migration_weight,
+            )
+            for same_host in (True, False):
+                for w in leavers:
+                    if w.id in stayed:
+                        continue
+                    home = inst.gpu(self._home(w.id))
+                    for key in keys:
+                        near = key[1] == home.host or not same_host
+                        if quota[key] > 0 and near and put(w.id, c, key[1], key[2], home.id):
+                            stayed.add(w.id)
+                            break
+            accepted = [
+                w
+                for k, (cc, members) in enumerate(self.accept)
+                if cc == c
+                for w in members[: _count(self.model.A[k])]
+            ]
+            for wid in accepted:
+                for key in keys:
+                    if quota[key] > 0 and put(wid, c, key[1], key[2], None):
+                        break
+        placed = dict(self.fixed)
+        fixed_by_gpu: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+        for wid, (gpu_id, start) in self.fixed.items():
+            p = inst.gpu(gpu_id).model.index(inst.workload(wid).profile)
+            assert p is not None
+            fixed_by_gpu[gpu_id][wid] = (p, start)
+        for gpu_id, items in content.items():
+            model = inst.gpu(gpu_id).model
+            home = {
+                wid: w.placement.start
+                for wid, _ in items
+                if (w := inst.workload(wid)).placement is not None and w.placement.gpu == gpu_id
+            }
+            starts = index_keeping(model, fixed_by_gpu.get(gpu_id), items, home)
+            assert starts is not None, f"{gpu_id}: a configuration's content did not index"
+            for wid, s in starts.items():
+                placed[wid] = (gpu_id, s)
+        return placed
+
+    def _home(self, wid: str) -> str:
+        placement = self.instance.workload(wid).placement
+        assert placement is not None
+        return placement.gpu
+
+    # --- writing a placement in
+
+    def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
+        """Variable values (by name) that encode ``placed``; {} when this variant cannot hold it.
+
+        A restricted model holds only placements that keep every movable running
+        workload on its own GPU.
+        """
+        inst, m = self.instance, self.model
+        values: dict[str, float] = {}
+        shape_of = {
+            w: c
+            for c, s in enumerate(self.shapes)
+            for w in (*s.running, *(x for ws in s.new.values() for x in ws))
+        }
+        stays_on = {w for _, members in self.stays for w in members}
+        on_gpu: dict[str, list[str]] = defaultdict(list)
+        for wid, (gpu_id, _) in placed.items():
+            on_gpu[gpu_id].append(wid)
+        if self.mode == "restricted" and any(
+            placed.get(w, ("", 0))[0] != self._home(w) for s in self.shapes for w in s.running
+        ):
+            return {}
+        for k, unit in enumerate(self.units):
+            counts: dict[int, int] = defaultdict(int)
+            for gpu_id in unit.gpus:
+                held = [0] * len(unit.model.profiles)
+                for wid in on_gpu.get(gpu_id, []):
+                    if wid in self.fixed:
+                        continue
+                    p = unit.model.index(inst.workload(wid).profile)
+                    assert p is not None
+                    held[p] += 1
+                if not any(held) and not unit.forced:
+                    continue
+                c = next(
+                    (
+                        i
+                        for i, cfg in enumerate(unit.configs)
+                        if all(a >= b for a, b in zip(cfg, held, strict=True))
+                    ),
+                    None,
+                )
+                if c is None:
+                    return {}
+                counts[c] += 1
+            for c in range(len(unit.configs)):
+                values[m.N[k, c].name] = float(counts.get(c, 0))
+        pool: dict[tuple[int, str, str], int] = defaultdict(int)
+        landed: dict[tuple[int, str], int] = defaultdict(int)
+        for wid, (gpu_id, _) in placed.items():
+            if wid in self.fixed or wid not in shape_of:
+                continue
+            g = inst.gpu(gpu_id)
+            home = inst.workload(wid).placement
+            if self.mode == "restricted" and home is not None:
+                continue
+            if self.mode == "detailed" and home is not None and home.gpu == gpu_id and wid in stays_on:
+                continue
+            pool[shape_of[wid], g.host, g.model.name] += 1
+            if home is not None and inst.gpu(home.gpu).host == g.host:
+                landed[shape_of[wid], g.host] += 1
+        for k, key in enumerate(self.items):
+            values[m.X[k].name] = float(pool.get(key, 0))
+        for k, (u, members) in enumerate(self.stays):
+            gpu = self.units[u].gpus[0]
+            values[m.K[k].name] = float(sum(1 for w in members if placed.get(w, ("", 0))[0] == gpu))
+        for k, (_, members) in enumerate(self.accept):
+            values[m.A[k].name] = float(sum(1 for w in members if w in placed))
+        if hasattr(m, "Z"):
+            for key in m.Z:
+                c, delta, host = key
+                movers = sum(
+                    1
+                    for w in self.shapes[c].running
+                    if inst.workload(w).migration_weight == delta
+                    and inst.gpu(self._home(w)).host == host
+                    and w in placed
+                    and placed[w][0] != self._home(w)
+                    and inst.gpu(placed[w][0]).host == host
+                )
+                values[m.Z[key].name] = float(min(movers, landed[c, host]))
+                landed[c, host] -= int(values[m.Z[key].name])
+        used = {gpu_id for gpu_id, _ in placed.values()}
+        hosts = {inst.gpu(g).host for g in used}
+        for h in inst.hosts:
+            values[m.PHI[h.id].name] = 1.0 if h.id in hosts else 0.0
+        return values
+
+
+def _count(var: pyo.Var) -> int:
+    return 0 if var.value is None else max(round(var.value), 0)
+
+
+def used_profiles(instance: Instance, shapes: Iterable[Workload]) -> dict[str, set[int]]:
+    """Per GPU model name, the profile indices the given workloads take there."""
+    out: dict[str, set[int]] = {m: set() for m in instance.models}
+    for w in shapes:
+        for name, model in instance.models.items():
+            profile = instance.profile_on(w, model)
+            if profile is not None:
+                out[name].add(model.profiles.index(profile))
+    return out
+
+
+def build_config(
+    instance: Instance,
+    *,
+    mode: Mode = "detailed",
+    fixed: Iterable[str] | None = None,
+    closed: Iterable[str] = (),
+) -> ConfigModel:
+    """Build the configuration model of ``instance`` in one of its three variants.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    mode
+        ``aggregate``, ``restricted`` or ``detailed`` (see the module docstring).
+    fixed
+        Running workloads held in place (their GPU and start); None for the pinned ones.
+    closed
+        GPUs that must stay off (empty GPUs only: the WPM compaction use case).
+
+    Raises
+    ------
+    TooManyMultisets
+        When a GPU type has more indexable multisets than the enumeration allows (the
+        caller falls back to the slot model).
+    """
+    ids = fixed_ids(instance, fixed)
+    fixed_at = {wid: at for wid, at in instance.current_placement().items() if wid in ids}
+    states = {s.gpu: s for s in fixed_states(instance, ids)}
+    m = pyo.ConcreteModel(name=f"grmu-config[{mode}][{instance.name}]")
+
+    shapes: list[_Shape] = []
+    index: dict[object, int] = {}
+    for w in instance.workloads:
+        if w.id in ids:
+            continue
+        c = index.setdefault(placement_key(instance, w), len(shapes))
+        if c == len(shapes):
+            shapes.append(_Shape(w))
+        if w.running:
+            shapes[c].running.append(w.id)
+        else:
+            shapes[c].new.setdefault(w.weight, []).append(w.id)
+    profiles = used_profiles(instance, [s.example for s in shapes])
+    profile_of = {
+        (c, name): model.profiles.index(p)
+        for c, s in enumerate(shapes)
+        for name, model in instance.models.items()
+        if (p := instance.profile_on(s.example, model)) is not None
+    }
+    movable_on: dict[str, list[Workload]] = defaultdict(list)
+    for s in shapes:
+        for wid in s.running:
+            w = instance.workload(wid)
+            assert w.placement is not None
+            movable_on[w.placement.gpu].append(w)
+
+    # units: named GPUs (detailed, movable running workloads) or counted groups
+    units: list[_Unit] = []
+    groups: dict[tuple[object, ...], list[str]] = defaultdict(list)
+    shut = set(closed)
+    for g in instance.gpus:
+        if g.id in shut:
+            continue
+        st = states[g.id]
+        held = [0] * len(g.model.profiles)
+        if mode == "restricted":
+            for w in movable_on[g.id]:
+                p = g.model.index(w.profile)
+                assert p is not None
+                held[p] += 1
+        if mode == "detailed" and movable_on[g.id]:
+            configs = maximal_multisets(g.model, st, profiles[g.model.name])
+            units.append(_Unit(g.host, g.model, (g.id,), configs, tuple(held), bool(st.workloads), True))
+            continue
+        groups[g.host, g.model.name, st.mask, st.counts, st.media_used, tuple(held)].append(g.id)
+    for (host, _, _, _, _, held), members in groups.items():
+        g = instance.gpu(members[0])
+        st = states[g.id]
+        own = profiles[g.model.name] | {p for p, n in enumerate(held) if n}
+        configs = tuple(
+            c
+            for c in maximal_multisets(g.model, st, own)
+            if all(a >= b for a, b in zip(c, held, strict=True))
+        )
+        units.append(
+            _Unit(host, g.model, tuple(members), configs, held, bool(st.workloads) or any(held), False)
+        )
+
+    m.N = pyo.Var(
+        [(k, c) for k, u in enumerate(units) for c in range(len(u.configs))],
+        domain=pyo.NonNegativeIntegers,
+        bounds=lambda _m, k, _c: (0, len(units[k].gpus)),
+    )
+    m.PHI = pyo.Var([h.id for h in instance.hosts], domain=pyo.Binary)
+    active = {k: sum(m.N[k, c] for c in range(len(u.configs))) for k, u in enumerate(units)}
+    m.unit_active = pyo.ConstraintList()
+    for k, u in enumerate(units):
+        size = len(u.gpus)
+        if u.forced:
+            m.unit_active.add(active[k] == size)
+            m.PHI[u.host].fix(1)
+        else:
+            m.unit_active.add(active[k] <= size * m.PHI[u.host])
+
+    # stayers of the named GPUs, per class of identical running workloads on one GPU
+    stays: list[tuple[int, tuple[str, ...]]] = []
+    if mode == "detailed":
+        for k, u in enumerate(units):
+            if not u.named:
+                continue
+            classes: dict[object, list[str]] = defaultdict(list)
+            for w in movable_on[u.gpus[0]]:
+                classes[placement_key(instance, w), w.weight, w.migration_weight].append(w.id)
+            stays.extend((k, tuple(ws)) for ws in classes.values())
+    m.K = pyo.Var(
+        range(len(stays)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, len(stays[k][1]))
+    )
+
+    # items: pool workloads counted per (shape, host, model)
+    host_models = {(g.host, g.model.name) for g in instance.gpus}
+    items = [
+        (c, host, name)
+        for c in range(len(shapes))
+        for host, name in sorted(host_models)
+        if (c, name) in profile_of
+    ]
+    accept = [(c, tuple(ws)) for c, s in enumerate(shapes) for ws in s.new.values()]
+    m.A = pyo.Var(
+        range(len(accept)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, len(accept[k][1]))
+    )
+    supply_max = [len(s.running) + sum(len(ws) for ws in s.new.values()) for s in shapes]
+    m.X = pyo.Var(
+        range(len(items)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, supply_max[items[k][0]])
+    )
+
+    m.pool = pyo.ConstraintList()
+    items_of: dict[int, list[int]] = defaultdict(list)
+    for k, (c, _, _) in enumerate(items):
+        items_of[c].append(k)
+    running_sets = [set(s.running) for s in shapes]
+    for c in range(len(shapes)):
+        accepted = sum(m.A[k] for k, (cc, _) in enumerate(accept) if cc == c)
+        if mode == "detailed":
+            leavers = sum(len(ms) - m.K[k] for k, (_, ms) in enumerate(stays) if ms[0] in running_sets[c])
+        elif mode == "aggregate":
+            leavers = len(shapes[c].running)
+        else:
+            leavers = 0
+        m.pool.add(sum(m.X[k] for k in items_of[c]) == accepted + leavers)
+
+    # spots: per (host, model, profile), items + named stayers within the configurations' offer
+    m.spots = pyo.ConstraintList()
+    m.stay_spots = pyo.ConstraintList()
+    offer: dict[tuple[str, str, int], list[object]] = defaultdict(list)
+    for k, u in enumerate(units):
+        for c, cfg in enumerate(u.configs):
+            for p, n in enumerate(cfg):
+                if n - u.required[p] > 0:
+                    offer[u.host, u.model.name, p].append((n - u.required[p]) * m.N[k, c])
+    demand: dict[tuple[str, str, int], list[object]] = defaultdict(list)
+    for k, (c, host, name) in enumerate(items):
+        demand[host, name, profile_of[c, name]].append(m.X[k])
+    stays_by_unit: dict[int, list[int]] = defaultdict(list)
+    for k, (u, _) in enumerate(stays):
+        stays_by_unit[u].append(k)
+    for u, ks in stays_by_unit.items():
+        unit = units[u]
+        per_profile: dict[int, list[int]] = defaultdict(list)
+        for k in ks:
+            p = unit.model.index(instance.workload(stays[k][1][0]).profile)
+            assert p is not None
+            per_profile[p].append(k)
+            demand[unit.host, unit.model.name, p].append(m.K[k])
+        for p, kk in per_profile.items():
+            m.stay_spots.add(
+                sum(m.K[k] for k in kk)
+                <= sum(cfg[p] * m.N[u, c] for c, cfg in enumerate(unit.configs) if cfg[p])
+            )
+    for key, terms in demand.items():
+        m.spots.add(sum(terms) <= sum(offer.get(key, [])))  # type: ignore[arg-type]
+
+    # Eqs. 6-7: host cpu and ram
+    m.eq6_cpu = pyo.ConstraintList()
+    m.eq7_ram = pyo.ConstraintList()
+    for h in instance.hosts:
+        for cap, attr, cons in ((h.cpu, "cpu", m.eq6_cpu), (h.ram_gb, "ram_gb", m.eq7_ram)):
+            if cap is None:
+                continue
+            held_amount = sum(
+                getattr(instance.workload(w), attr)
+                for w, (g, _) in fixed_at.items()
+                if instance.gpu(g).host == h.id
+            )
+            terms = [
+                (getattr(shapes[c].example, attr), m.X[k])
+                for k, (c, host, _) in enumerate(items)
+                if host == h.id
+            ]
+            terms += [
+                (getattr(instance.workload(ms[0]), attr), m.K[k])
+                for k, (u, ms) in enumerate(stays)
+                if units[u].host == h.id
+            ]
+            if mode == "restricted":
+                held_amount += sum(getattr(w, attr) for g in h.gpus for w in movable_on[g])
+            terms = [(a, v) for a, v in terms if a > 0]
+            if terms:
+                cons.add(sum(a * v for a, v in terms) <= cap - held_amount)
+
+    # Eq. 5: leavers landing on their own host cost 2 delta, elsewhere 4 delta
+    z_keys: list[tuple[int, float, str]] = []
+    leavers_of: dict[tuple[int, float, str], list[int]] = defaultdict(list)
+    if mode == "detailed":
+        for k, (u, ms) in enumerate(stays):
+            w = instance.workload(ms[0])
+            c = index[placement_key(instance, w)]
+            leavers_of[c, w.migration_weight, units[u].host].append(k)
+        hosts_of_shape = {(c, host) for c, host, _ in items}
+        z_keys = [key for key in leavers_of if key[1] > 0 and (key[0], key[2]) in hosts_of_shape]
+    m.Z = pyo.Var(
+        z_keys,
+        domain=pyo.NonNegativeIntegers,
+        bounds=lambda _m, *key: (0, sum(len(stays[k][1]) for k in leavers_of[key])),
+    )
+    m.eq5_same_host_leavers = pyo.ConstraintList()
+    m.eq5_same_host_slots = pyo.ConstraintList()
+    by_shape_host: dict[tuple[int, str], list[tuple[int, float, str]]] = defaultdict(list)
+    for key in z_keys:
+        m.eq5_same_host_leavers.add(m.Z[key] <= sum(len(stays[k][1]) - m.K[k] for k in leavers_of[key]))
+        by_shape_host[key[0], key[2]].append(key)
+    for (c, host), keys in by_shape_host.items():
+        m.eq5_same_host_slots.add(
+            sum(m.Z[key] for key in keys)
+            <= sum(m.X[k] for k, it in enumerate(items) if it[0] == c and it[1] == host)
+        )
+
+    # objectives (GRMU Eqs. 3-5)
+    acceptance = sum(w.weight for w in instance.running) + sum(
+        instance.workload(members[0]).weight * m.A[k] for k, (_, members) in enumerate(accept)
+    )
+    gpus_on: dict[str, list[int]] = defaultdict(list)
+    for k, u in enumerate(units):
+        gpus_on[u.host].append(k)
+    hardware = sum(h.weight * (m.PHI[h.id] + sum(active[k] for k in gpus_on[h.id])) for h in instance.hosts)
+    exprs = {"acceptance": acceptance, "hardware": hardware}
+    if mode == "detailed":
+        exprs["migrations"] = sum(
+            4 * instance.workload(ms[0]).migration_weight * (len(ms) - m.K[k])
+            for k, (_, ms) in enumerate(stays)
+        ) - sum(2 * key[1] * m.Z[key] for key in z_keys)
+    elif mode == "restricted":
+        exprs["migrations"] = 0.0
+    objectives = tuple(exprs)
+    m.obj_expr = pyo.Expression(list(exprs), rule=lambda _m, name: exprs[name])
+    stats = {
+        "variables": m.nvariables(),
+        "constraints": m.nconstraints(),
+        "shapes": len(shapes),
+        "units": len(units),
+        "configurations": sum(len(u.configs) for u in units),
+    }
+    return ConfigModel(
+        instance, mode, m, shapes, units, items, stays, accept, fixed_at, profile_of, objectives, stats
+    )
