@@ -118,10 +118,11 @@ def test_append_rows_refuses_another_header(tmp_path: Path) -> None:
 EXACT_SCRIPT = ROOT / "benchmarks" / "bench_exact.py"
 EXACT_COMMITTED = [ROOT / "benchmarks" / "results" / "exact.csv", ROOT / "benchmarks" / "README.md"]
 EXACT_COLUMNS = [
-    "commit", "date", "machine", "python", "highspy", "ortools", "gpus", "hosts", "seed", "running", "new",
-    "model", "solver", "objective", "time_limit_s", "threads", "termination", "status", "runtime_s",
-    "build_s", "solve_s", "acceptance", "hardware", "migrations", "bound", "gap", "variables",
-    "constraints", "valid", "violations", "message",
+    "commit", "date", "machine", "python", "highspy", "ortools", "class", "instance", "gpus", "hosts", "seed",
+    "running", "new", "model", "solver", "objective", "time_limit_s", "threads", "termination", "status",
+    "proven", "runtime_s", "build_s", "solve_s", "acceptance", "hardware", "migrations", "bound", "gap",
+    "stage_times", "stage_proven", "stage_gaps", "stage_models", "variables", "constraints", "valid",
+    "violations", "message",
 ]  # fmt: skip
 
 
@@ -139,7 +140,8 @@ def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     bench = _bench_exact(monkeypatch)  # in this process: the solver imports are paid once
     before = [_digest(p) for p in EXACT_COMMITTED]
     args = [
-        "--sizes", "8", "--seeds", "1", "--paper-sizes", "2", "--paper-max-gpus", "2", "--time-limit", "30",
+        "--classes", "ibm", "--models", "grmu", "grmu-paper", "--sizes", "8", "--seeds", "1",
+        "--paper-sizes", "2", "--paper-max-gpus", "2", "--time-limit", "30",
         "--out-dir", str(tmp_path), "--readme", str(tmp_path / "README.md"),
     ]  # fmt: skip
     assert bench.main(args) == 0
@@ -154,9 +156,15 @@ def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     ]  # fmt: skip
     for row in rows:
         assert (row["valid"], row["violations"]) == ("True", "0")
-        assert (row["termination"], row["status"], row["seed"], row["time_limit_s"]) == (
-            "optimal", "optimal", "0", "30.0",
+        assert (row["termination"], row["status"], row["proven"], row["seed"], row["time_limit_s"]) == (
+            "optimal", "optimal", "True", "0", "30.0",
         )  # fmt: skip
+        assert row["class"] == "ibm" and row["instance"] == f"ibm-{row['gpus']}gpus-seed0"
+        # one entry per lexicographic stage in each stage column, every one proven
+        stages = [part.partition(":")[0] for part in row["stage_proven"].split(";") if part]
+        assert all(part.endswith(":1") for part in row["stage_proven"].split(";") if part)
+        for column in ("stage_times", "stage_gaps", "stage_models"):
+            assert [part.rpartition(":")[0] for part in row[column].split(";") if part] == stages
         assert int(row["variables"]) > 0 and int(row["constraints"]) > 0
         assert float(row["build_s"]) + float(row["solve_s"]) == pytest.approx(
             float(row["runtime_s"]), abs=2e-3
@@ -173,13 +181,15 @@ def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     readme = (tmp_path / "README.md").read_text()
     begin, end = readme.index("<!-- exact:begin -->"), readme.index("<!-- exact:end -->")
     section = readme[begin:end]
-    table = [line for line in section.splitlines() if line.startswith("| ")]
+    table = [line for line in section.split("Targets (issue 12)")[0].splitlines() if line.startswith("| ")]
     assert len(table) == 2 + 4
-    assert [line.split(" | ")[:5] for line in table[2:]] == [
-        ["| 2", "grmu-paper", "highs", "1", "1"], ["| 2", "grmu-paper", "cpsat", "1", "1"],
-        ["| 8", "grmu", "highs", "1", "1"], ["| 8", "grmu", "cpsat", "1", "1"],
+    assert [line.split(" | ")[:6] for line in table[2:]] == [
+        ["| ibm", "2", "grmu-paper", "highs", "1", "1"], ["| ibm", "2", "grmu-paper", "cpsat", "1", "1"],
+        ["| ibm", "8", "grmu", "highs", "1", "1"], ["| ibm", "8", "grmu", "cpsat", "1", "1"],
     ]  # fmt: skip
-    assert all("| 1/1 | 30 s | - |" in line for line in table[2:])  # valid, limit, no target at 2 or 8 GPUs
+    assert all("| 1/1 | 30 s |" in line for line in table[2:])  # valid, limit
+    # no target at 2 or 8 GPUs: the targets table lists every target as not run
+    assert section.count("| not run |") == 5
     assert (
         "- `grmu-paper` with highs: 1/1 proven at 2 GPUs: finishes up to 2 GPUs, the largest size run."
         in section
@@ -191,17 +201,35 @@ def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_exact_targets_pass_and_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     bench = _bench_exact(monkeypatch)
     verdict = bench.target_verdict
-    assert verdict((80, "grmu", "highs"), [1.5, 0.9, 2.5], 60) == "PASS (median 1.50 s <= 2 s)"
-    assert verdict((80, "grmu", "highs"), [1.5, 3.0, None], 60) == "FAIL (median 3.00 s > 2 s)"
-    assert verdict((80, "grmu", "highs"), [1.5, None, None], 60) == (
-        "FAIL (median not proven within 60 s; target <= 2 s)"
+    assert verdict("ibm", 80, "grmu", "highs", [0.5, 0.9, 2.5], 60) == "PASS (median 0.90 s <= 1 s)"
+    assert verdict("ibm", 80, "grmu", "highs", [1.5, 0.9, 2.5], 60) == "FAIL (median 1.50 s > 1 s)"
+    assert verdict("ibm", 80, "grmu", "highs", [0.5, 0.5, None], 60) == (
+        "FAIL (1/3 not proven in every stage within 60 s; target <= 1 s)"
     )
-    assert verdict((1000, "grmu", "highs"), [20.0, 41.0, 35.5], 60) == "PASS (max 41.0 s <= 60 s)"
-    assert verdict((1000, "grmu", "highs"), [20.0, None, 35.5], 60) == (
-        "FAIL (1/3 not proven within 60 s; target <= 60 s)"
+    assert verdict("ibm", 400, "grmu", "highs", [9.0, 12.0, 3.0], 60) == "PASS (median 9.00 s <= 10 s)"
+    assert verdict("ibm", 1000, "grmu", "highs", [20.0, 41.0, 35.5], 60) == "PASS (max 41.0 s <= 60 s)"
+    assert verdict("ibm", 1000, "grmu", "highs", [20.0, None, 35.5], 60) == (
+        "FAIL (1/3 not proven in every stage within 60 s; target <= 60 s)"
     )
-    assert verdict((80, "grmu", "cpsat"), [9.0], 60) == "-"
-    assert verdict((400, "grmu", "highs"), [9.0], 60) == "-"
+    assert verdict("alibaba", 6212, "grmu", "highs", [59.0], 60) == "PASS (max 59.0 s <= 60 s)"
+    assert verdict("hard", 40, "grmu", "highs", [12.0, 61.0], 90) == "FAIL (max 61.0 s > 60 s)"
+    assert verdict("ibm", 80, "grmu", "cpsat", [0.1], 60) == "-"
+    assert verdict("ibm", 80, "grmu-slots", "highs", [0.1], 60) == "-"
+    assert verdict("ibm", 8, "grmu", "highs", [9.0], 60) == "-"
+    assert verdict("hard", 80, "grmu", "highs", [9.0], 60) == "-"
+
+
+def test_exact_compares_lexicographically(monkeypatch: pytest.MonkeyPatch) -> None:
+    compare = _bench_exact(monkeypatch).compare
+
+    def obj(a: float, h: float, m: float) -> dict[str, float]:
+        return {"acceptance": a, "hardware": h, "migrations": m}
+
+    assert compare(obj(10, 9, 9), obj(9, 1, 0)) == "better"  # acceptance first
+    assert compare(obj(10, 3, 9), obj(10, 4, 0)) == "better"  # then hardware
+    assert compare(obj(10, 4, 1), obj(10, 4, 0)) == "worse"  # then migrations
+    assert compare(obj(10, 4, 0), obj(10, 4, 0)) == "equal"
+    assert compare(None, obj(1, 1, 1)) == "worse" and compare(obj(1, 1, 1), None) == "better"
 
 
 @pytest.mark.slow

@@ -95,7 +95,8 @@ def test_hard_host_cpu_and_ram_bind(seed: int) -> None:
     ram_ratio = sum(w.ram_gb for w in inst.new) / free_ram
     assert cpu_ratio > 2 and ram_ratio > 2
     # ... far more than the GPUs' free compute slices do
-    compute = {w.id: inst.gpus[0].model.find(str(w.profile)).compute for w in inst.workloads}  # type: ignore[union-attr]
+    model = inst.gpus[0].model
+    compute = {w.id: model.find(str(w.profile)).compute for w in inst.workloads}  # type: ignore[union-attr]
     free_compute = 40 * 7 - sum(compute[w.id] for w in inst.running)
     compute_ratio = sum(compute[w.id] for w in inst.new) / free_compute
     assert compute_ratio < 1.1 and 2 * compute_ratio < min(cpu_ratio, ram_ratio)
