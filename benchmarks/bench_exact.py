@@ -44,9 +44,10 @@ Rows go to ``exact_heuristics.csv`` and the README section ``exact-heuristics``.
 Every run happens in a child process with a hard wall-clock limit (``--hard-limit``,
 default twice the time limit plus 120 s) and a memory limit (``--memory-limit-gb``), so
 that a model whose build explodes is recorded as an error instead of taking the machine
-down. The model build is timed on its own first (``build_s``, the same
-:func:`mipopt.formulations.build` call the exact driver makes for its model); ``solve_s``
-is the rest of ``runtime_s``.
+down. The model build is timed on its own first (``build_s``, :func:`mipopt.formulations.build`;
+for the configuration model that is its detailed variant, while the staged driver builds
+the variants each stage needs inside ``runtime_s``); ``solve_s`` is the rest of
+``runtime_s`` (at least 0).
 
 Usage::
 

@@ -166,8 +166,10 @@ def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         for column in ("stage_times", "stage_gaps", "stage_models"):
             assert [part.rpartition(":")[0] for part in row[column].split(";") if part] == stages
         assert int(row["variables"]) > 0 and int(row["constraints"]) > 0
-        assert float(row["build_s"]) + float(row["solve_s"]) == pytest.approx(
-            float(row["runtime_s"]), abs=2e-3
+        # the build is timed apart; for the configuration model it is not the one each stage builds
+        assert float(row["build_s"]) > 0
+        assert float(row["solve_s"]) == pytest.approx(
+            max(float(row["runtime_s"]) - float(row["build_s"]), 0.0), abs=2e-3
         )
     # The optima of the two generated instances (ibm_instance(2 or 8, seed=0)), equal on both solvers:
     # every GPU stays on, acceptance counts placed compute slices.
