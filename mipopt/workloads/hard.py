@@ -73,8 +73,9 @@ def hard_instance(
        cpu varies per workload, ram is a function of the profile (it still binds, through
        the capacity). Drawing ram per workload as well (say 0.75, 1 or 1.25) makes every
        host two knapsacks, and the acceptance stage, not migrations, the one that runs out
-       of time (measured at 40 GPUs: over 60 s, where the defaults prove all three stages in
-       3-7 s, about a third of it in the migrations stage). Its profile is
+       of time (measured with the configuration model and HiGHS at 40 GPUs, seed 0: over
+       60 s; with the defaults, seeds 0-2, all three stages are proven in 2.5-6.5 s, a third
+       to a half of it in the migrations stage). Its profile is
        drawn uniformly among the GPU model's profiles that still fit (compute within the
        target left, a legal free start in the geometry tables, below ``max_instances``, no
        second ``+me`` on the GPU, room in the host's cpu and ram at the drawn rates), and
