@@ -7,6 +7,10 @@ declares its :class:`Capabilities`. Details of the outcome mapping are in
 :mod:`mipopt.solvers.base`, of each backend in :mod:`mipopt.solvers.highs` and
 :mod:`mipopt.solvers.cpsat`.
 
+A run is stopped from outside with a :class:`StopFlag` (set by the first Ctrl-C inside
+:func:`catch_sigint`) or a deadline, both passed in :class:`SolverOptions`; the backend returns
+its incumbent with termination ``interrupted`` or ``time_limit`` (:mod:`mipopt.solvers.stop`).
+
 Examples
 --------
 >>> import pyomo.environ as pyo
@@ -16,6 +20,10 @@ Examples
 >>> m.o = pyo.Objective(expr=2 * m.x[1] + 3 * m.x[2], sense=pyo.maximize)
 >>> get_backend("highs").solve(m, SolverOptions(mip_rel_gap=0)).objective
 3.0
+>>> flag = StopFlag()
+>>> flag.set()
+>>> get_backend("highs").solve(m, SolverOptions(stop=flag)).termination.value
+'interrupted'
 """
 
 from __future__ import annotations
@@ -26,10 +34,13 @@ from mipopt.solvers.base import (
     SolveResult,
     SolverOptions,
     UnsupportedModelError,
+    UnsupportedOptionError,
+    is_proven,
     relative_gap,
 )
 from mipopt.solvers.cpsat import CpSatBackend
 from mipopt.solvers.highs import HighsBackend
+from mipopt.solvers.stop import StopFlag, background_solves, catch_sigint, wait_for_background
 
 BACKENDS: dict[str, type[HighsBackend] | type[CpSatBackend]] = {"highs": HighsBackend, "cpsat": CpSatBackend}
 
@@ -61,7 +72,13 @@ __all__ = [
     "HighsBackend",
     "SolveResult",
     "SolverOptions",
+    "StopFlag",
     "UnsupportedModelError",
+    "UnsupportedOptionError",
+    "background_solves",
+    "catch_sigint",
     "get_backend",
+    "is_proven",
     "relative_gap",
+    "wait_for_background",
 ]

@@ -7,17 +7,35 @@ nothing of formulations and the formulations nothing of the backends.
 Outcomes (:class:`SolveResult`) keep why the solver stopped (``termination``) apart from what it
 found (``status``), as STYLE.md asks:
 
-==========================  ===============  =========  ===================================
-solver outcome              termination      status     notes
-==========================  ===============  =========  ===================================
-proven optimum              OPTIMAL          OPTIMAL    within ``mip_rel_gap``
-time limit, incumbent       TIME_LIMIT       FEASIBLE   objective, bound and gap set
-time limit, no incumbent    TIME_LIMIT       NONE
-proven infeasible           INFEASIBLE       NONE
-unbounded                   ERROR            NONE       ``unbounded=True``, message says so
-anything else               ERROR            FEASIBLE   if an incumbent exists, else NONE
-                                             or NONE
-==========================  ===============  =========  ===================================
+=================================  ===============  =========  ====================================
+solver outcome                     termination      status     notes
+=================================  ===============  =========  ====================================
+proven optimum                     OPTIMAL          OPTIMAL    bound equals objective (1e-9 rel.)
+stopped within the allowed gap     GAP_LIMIT        FEASIBLE   real bound and gap (gap > 0)
+time limit or deadline, incumbent  TIME_LIMIT       FEASIBLE   objective, bound and gap set
+time limit or deadline, none       TIME_LIMIT       NONE
+stop flag set, incumbent           INTERRUPTED      FEASIBLE   objective, bound and gap set
+stop flag set, none                INTERRUPTED      NONE
+objective target or node limit     COMPLETED        FEASIBLE   message says which; OPTIMAL if
+                                                    or NONE    the bound proves it
+proven infeasible                  INFEASIBLE       NONE
+unbounded                          ERROR            NONE       ``unbounded=True``, message says so
+anything else                      ERROR            FEASIBLE   if an incumbent exists, else NONE
+                                                    or NONE
+=================================  ===============  =========  ====================================
+
+A solver that stops because the gap is within ``mip_rel_gap`` (or within its own default
+tolerance: HiGHS stops at 1e-4) calls its incumbent optimal; unless the bound meets the objective
+that is reported as ``GAP_LIMIT``, never as a proven optimum.
+
+Stopping from outside (:mod:`mipopt.solvers.stop`): a :class:`~mipopt.solvers.stop.StopFlag`
+(Ctrl-C under :func:`~mipopt.solvers.stop.catch_sigint`) and a deadline are honoured by every
+backend that declares ``supports_interrupt``, within :data:`~mipopt.solvers.stop.GRACE_S` of the
+request however busy the solver is. If the flag is already set or the deadline already passed
+when a backend is called, the solver is not started; a feasible warm start is then returned as
+the incumbent (status FEASIBLE, no bound). A solver that does not stop within the grace period is
+left to finish in the background and the best solution it reported is returned (its bound as of
+its last report), with a message that says so.
 
 :class:`mipopt.instance.Termination` has no ``unbounded`` member and a placement model is never
 unbounded when built correctly, so an unbounded model is a modelling error: it is reported as
@@ -31,15 +49,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import numpy as np
 import pyomo.environ as pyo
 
 from mipopt.instance import Status, Termination
+from mipopt.solvers.stop import REASON_INTERRUPTED, REASON_TIME_LIMIT, Limits, StopFlag
+
+if TYPE_CHECKING:
+    from mipopt.solvers.matrix import FloatArray, MatrixForm
 
 
 class UnsupportedModelError(ValueError):
     """A backend cannot solve this model as written (for example, continuous variables on CP-SAT)."""
+
+
+class UnsupportedOptionError(ValueError):
+    """A backend cannot honour an option it was given (its :class:`Capabilities` say so)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +89,23 @@ class SolverOptions:
     warm_start
         Starting values by Pyomo variable name (``var.name``, e.g. ``"x[1,2]"``), or None. Used only
         by backends whose capabilities declare ``supports_warm_start``.
+    stop
+        A cooperative stop request shared by all the stages of a run (see
+        :mod:`mipopt.solvers.stop`): once set, a running solve returns its incumbent with
+        termination INTERRUPTED and a solve not yet started does not start.
+    deadline
+        Absolute ``time.monotonic()`` seconds by which the backend call must return, for limits
+        that span several calls. The effective limit is the earliest of ``time_limit_s`` (counted
+        from the start of the call, model translation included), ``deadline`` and
+        ``stop.deadline``; reaching it is termination TIME_LIMIT.
+    objective_target
+        Stop as soon as the incumbent is at least this good (at least this value when
+        maximizing, at most when minimizing): HiGHS's ``objective_target``, not
+        ``objective_bound``, which only cuts off dual simplex LP solves. Termination COMPLETED.
+        Only for backends that declare ``supports_objective_target``.
+    node_limit
+        Stop after this many branch-and-bound nodes (HiGHS ``mip_max_nodes``). Termination
+        COMPLETED. Only for backends that declare ``supports_node_limit``.
     """
 
     time_limit_s: float | None = None
@@ -70,6 +114,10 @@ class SolverOptions:
     mip_rel_gap: float | None = None
     verbose: bool = False
     warm_start: Mapping[str, float] | None = None
+    stop: StopFlag | None = None
+    deadline: float | None = None
+    objective_target: float | None = None
+    node_limit: int | None = None
 
     def __post_init__(self) -> None:
         if self.time_limit_s is not None and not self.time_limit_s > 0:
@@ -80,6 +128,25 @@ class SolverOptions:
             raise ValueError(f"seed must be non-negative, got {self.seed!r}")
         if self.mip_rel_gap is not None and not self.mip_rel_gap >= 0:
             raise ValueError(f"mip_rel_gap must be non-negative, got {self.mip_rel_gap!r}")
+        if self.deadline is not None and math.isnan(self.deadline):
+            raise ValueError("deadline must be a number, got nan")
+        if self.objective_target is not None and not math.isfinite(self.objective_target):
+            raise ValueError(f"objective_target must be finite, got {self.objective_target!r}")
+        if self.node_limit is not None and (isinstance(self.node_limit, bool) or self.node_limit < 0):
+            raise ValueError(f"node_limit must be a non-negative integer, got {self.node_limit!r}")
+
+    def limits(self, start: float) -> Limits:
+        """The stop flag and the effective deadline of a backend call that began at ``start``.
+
+        Parameters
+        ----------
+        start
+            ``time.monotonic()`` when the backend call began.
+        """
+        deadlines = [d for d in (self.deadline, self.stop.deadline if self.stop else None) if d is not None]
+        if self.time_limit_s is not None:
+            deadlines.append(start + self.time_limit_s)
+        return Limits(deadline=min(deadlines) if deadlines else None, stop=self.stop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +169,14 @@ class Capabilities:
         :class:`UnsupportedModelError`. Such a backend never meets an unbounded model.
     reports_bound
         Reports a best bound (and so a gap) when stopped early.
+    supports_interrupt
+        Honours :attr:`SolverOptions.stop` and :attr:`SolverOptions.deadline` while it runs,
+        returning within :data:`~mipopt.solvers.stop.GRACE_S` of the request with its incumbent.
+    supports_objective_target
+        Honours :attr:`SolverOptions.objective_target`; others raise
+        :class:`UnsupportedOptionError` when given one.
+    supports_node_limit
+        Honours :attr:`SolverOptions.node_limit`; others raise :class:`UnsupportedOptionError`.
     """
 
     supports_warm_start: bool
@@ -110,6 +185,9 @@ class Capabilities:
     integer_only: bool
     finite_bounds_only: bool
     reports_bound: bool
+    supports_interrupt: bool
+    supports_objective_target: bool
+    supports_node_limit: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +197,10 @@ class SolveResult:
     Attributes
     ----------
     termination
-        Why the solver stopped: OPTIMAL, TIME_LIMIT, INFEASIBLE or ERROR (see the module table).
+        Why the solver stopped: OPTIMAL, GAP_LIMIT, TIME_LIMIT, INTERRUPTED, COMPLETED,
+        INFEASIBLE or ERROR (see the module table).
     status
-        What it found: OPTIMAL, FEASIBLE or NONE. The model's variables hold the solution exactly
+        What it found: OPTIMAL (proven), FEASIBLE or NONE. The model's variables hold the solution exactly
         when this is not NONE.
     objective
         Objective value of the solution, in the model's own sense; None without a solution.
@@ -136,6 +215,7 @@ class SolveResult:
         Backend name (``"highs"``, ``"cpsat"``).
     message
         A plain sentence about the outcome, e.g. ``"optimal"``, ``"time limit reached"``,
+        ``"interrupted"``, ``"stopped within the allowed gap (mip_rel_gap 0.05)"``,
         ``"unbounded: the objective improves without limit"``.
     unbounded
         True when the model was shown to be unbounded.
@@ -182,6 +262,8 @@ class Backend(Protocol):
         ------
         UnsupportedModelError
             If the model uses something the backend cannot handle.
+        UnsupportedOptionError
+            If ``options`` ask for something the backend's capabilities do not declare.
         """
         ...
 
@@ -209,6 +291,86 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective == 0:
         return math.inf
     return diff / abs(objective)
+
+
+def is_proven(objective: float | None, bound: float | None) -> bool:
+    """True when ``bound`` proves ``objective`` optimal: they differ by at most 1e-9 relative.
+
+    A solver stopped by a relative gap tolerance (``mip_rel_gap``, or HiGHS's default 1e-4) calls
+    its incumbent optimal; this is the test that tells a proof from such a stop.
+
+    Examples
+    --------
+    >>> is_proven(500.0, 500.0000000001), is_proven(482.0, 500.0), is_proven(482.0, None)
+    (True, False, False)
+    """
+    return relative_gap(objective, bound) == 0.0
+
+
+def stopped_termination(reason: str) -> tuple[Termination, str]:
+    """Termination and message for a solve stopped from outside for ``reason``.
+
+    Parameters
+    ----------
+    reason
+        :meth:`mipopt.solvers.stop.Limits.reason`: ``"time limit"`` for the deadline, else the
+        stop flag's reason.
+    """
+    if reason == REASON_TIME_LIMIT:
+        return Termination.TIME_LIMIT, "time limit reached"
+    return Termination.INTERRUPTED, reason if reason == REASON_INTERRUPTED else f"interrupted: {reason}"
+
+
+def feasible_start(form: MatrixForm, x: FloatArray | None, tol: float = 1e-6) -> FloatArray | None:
+    """``x`` if it satisfies the compiled model's rows, bounds and integrality, else None.
+
+    Parameters
+    ----------
+    form
+        The compiled model.
+    x
+        A column vector (a warm start), or None.
+    tol
+        Absolute tolerance on rows (scaled up for large right-hand sides), bounds and integrality.
+    """
+    if x is None:
+        return None
+    if np.any(x < form.col_lower - tol) or np.any(x > form.col_upper + tol):
+        return None
+    if np.any(np.abs(x[form.integer] - np.round(x[form.integer])) > tol):
+        return None
+    rows = form.matrix @ x
+    slack = tol * np.maximum(1.0, np.abs(rows))
+    if np.any(rows < form.row_lower - slack) or np.any(rows > form.row_upper + slack):
+        return None
+    return x
+
+
+def start_result(
+    form: MatrixForm, x0: FloatArray | None, reason: str, runtime_s: float, solver: str
+) -> SolveResult:
+    """The outcome of a call stopped before its solver started: the warm start, if feasible.
+
+    The start (if feasible) is loaded into the model; no bound is known.
+    """
+    termination, message = stopped_termination(reason)
+    x = feasible_start(form, x0)
+    if x is None:
+        return SolveResult(
+            termination, Status.NONE, None, None, None, runtime_s, solver, message + " (not started)"
+        )
+    form.load(x)
+    objective = float(pyo.value(form.objective))
+    return SolveResult(
+        termination,
+        Status.FEASIBLE,
+        objective,
+        None,
+        None,
+        runtime_s,
+        solver,
+        message + " (not started; the warm start)",
+    )
 
 
 def single_objective(model: pyo.ConcreteModel) -> pyo.Objective:

@@ -14,7 +14,18 @@ overflow), so CP-SAT never sees an unbounded model; that case is HiGHS's to repo
 to CP-SAT parameters ``max_time_in_seconds``, ``num_workers``,
 ``random_seed`` and ``relative_gap_limit``; a warm start becomes solution hints. With one worker
 and a fixed seed CP-SAT is deterministic; with several workers the optimum value is still unique
-but which optimal solution is returned may vary.
+but which optimal solution is returned may vary. CP-SAT has no objective target and no node
+limit (its search is not one branch-and-bound tree); asking for either raises
+:class:`~mipopt.solvers.UnsupportedOptionError`.
+
+Stopping. ``ModelSolver.solve`` releases the GIL, so it runs in a worker thread
+(:func:`mipopt.solvers.stop.run_watched`) and the calling thread calls ``ModelSolver.stop_search``
+(OR-Tools' ``interrupt_solve``) once the stop flag is set or the deadline has passed; CP-SAT then
+returns within milliseconds with its incumbent and bound (FEASIBLE) or nothing (NOT_SOLVED). A
+stop asked before the solve starts is kept, so no request is lost. CP-SAT's parameter
+``catch_sigint_signal`` (on by default) is turned off: with it, CP-SAT took SIGINT for itself
+during a solve (Python's handler never ran) and left SIGINT at the system default afterwards, so
+the next Ctrl-C killed the process without a KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -34,9 +45,15 @@ from mipopt.solvers.base import (
     SolveResult,
     SolverOptions,
     UnsupportedModelError,
+    UnsupportedOptionError,
+    feasible_start,
+    is_proven,
     relative_gap,
+    start_result,
+    stopped_termination,
 )
-from mipopt.solvers.matrix import MatrixForm, compile_model
+from mipopt.solvers.matrix import FloatArray, MatrixForm, compile_model
+from mipopt.solvers.stop import GRACE_S, REASON_INTERRUPTED, Limits, Watched, run_watched
 
 
 class CpSatBackend:
@@ -50,6 +67,9 @@ class CpSatBackend:
         integer_only=True,
         finite_bounds_only=True,
         reports_bound=True,
+        supports_interrupt=True,
+        supports_objective_target=False,
+        supports_node_limit=False,
     )
 
     def solve(self, model: pyo.ConcreteModel, options: SolverOptions | None = None) -> SolveResult:
@@ -60,23 +80,36 @@ class CpSatBackend:
         UnsupportedModelError
             If a variable of the model is not integer or not bounded, or the model has not
             exactly one active objective.
+        UnsupportedOptionError
+            If ``options`` set ``objective_target`` or ``node_limit``.
         """
         opts = options or SolverOptions()
+        limits = opts.limits(time.monotonic())
         start = time.perf_counter()
+        if opts.objective_target is not None:
+            raise UnsupportedOptionError("CP-SAT has no objective target (objective_target); use HiGHS")
+        if opts.node_limit is not None:
+            raise UnsupportedOptionError("CP-SAT has no node limit (node_limit); use HiGHS")
         form = compile_model(model)
         builder = _translate(form)
         x0 = form.start(opts.warm_start) if opts.warm_start else None
         if x0 is not None:
             for i, hint in enumerate(x0.tolist()):
                 builder.helper.add_hint(i, hint)
+        reason = limits.reason()
+        if reason is not None:
+            return start_result(form, x0, reason, time.perf_counter() - start, self.name)
 
-        solver, status = _run(builder, opts)
-        if status in (mb.SolveStatus.UNBOUNDED, mb.SolveStatus.UNKNOWN_STATUS):
+        solver, watched = _run(builder, opts, limits)
+        if not watched.finished:
+            return self._left_behind(form, x0, watched, start)
+        status = watched.value
+        if status in (mb.SolveStatus.UNBOUNDED, mb.SolveStatus.UNKNOWN_STATUS) and watched.reason is None:
             # The presolve may prove only "infeasible or unbounded"; with every variable bounded
             # it cannot be unbounded, and a solve without the objective settles feasibility.
             builder.helper.clear_objective()
-            _, probe = _run(builder, opts)
-            if probe == mb.SolveStatus.INFEASIBLE:
+            _, probe = _run(builder, opts, limits)
+            if probe.finished and probe.value == mb.SolveStatus.INFEASIBLE:
                 status = mb.SolveStatus.INFEASIBLE
         runtime_s = time.perf_counter() - start
 
@@ -92,18 +125,27 @@ class CpSatBackend:
             else None
         )
 
-        if status == mb.SolveStatus.OPTIMAL:
+        sol_status = Status.FEASIBLE if has_solution else Status.NONE
+        if status == mb.SolveStatus.OPTIMAL and is_proven(value, bound):
             termination, sol_status, message = Termination.OPTIMAL, Status.OPTIMAL, "optimal"
+        elif status == mb.SolveStatus.OPTIMAL:
+            termination = Termination.GAP_LIMIT
+            allowed = (
+                f"mip_rel_gap {opts.mip_rel_gap:g}" if opts.mip_rel_gap else "CP-SAT's absolute_gap_limit"
+            )
+            message = f"stopped within the allowed gap ({allowed}), not proven optimal"
+        elif watched.reason is not None and status in (mb.SolveStatus.FEASIBLE, mb.SolveStatus.NOT_SOLVED):
+            termination, message = stopped_termination(watched.reason)
         elif status == mb.SolveStatus.FEASIBLE or (
-            status == mb.SolveStatus.NOT_SOLVED and opts.time_limit_s is not None
+            status == mb.SolveStatus.NOT_SOLVED and limits.deadline is not None
         ):
             termination, message = Termination.TIME_LIMIT, "time limit reached"
-            sol_status = Status.FEASIBLE if has_solution else Status.NONE
         elif status == mb.SolveStatus.INFEASIBLE:
             termination, sol_status, message = Termination.INFEASIBLE, Status.NONE, "infeasible"
         else:
             termination, sol_status = Termination.ERROR, Status.NONE
-            message = f"CP-SAT stopped: {status.name} {solver.status_string}".strip()
+            name = status.name if status is not None else "no status"
+            message = f"CP-SAT stopped: {name} {solver.status_string}".strip()
         return SolveResult(
             termination=termination,
             status=sol_status,
@@ -111,6 +153,29 @@ class CpSatBackend:
             bound=bound,
             gap=relative_gap(value, bound),
             runtime_s=runtime_s,
+            solver=self.name,
+            message=message,
+        )
+
+    def _left_behind(
+        self, form: MatrixForm, x0: FloatArray | None, watched: Watched[mb.SolveStatus], start: float
+    ) -> SolveResult:
+        """The outcome when CP-SAT did not stop in time: it reports nothing before it returns,
+        so the warm start (if feasible) is the incumbent."""
+        termination, message = stopped_termination(watched.reason or REASON_INTERRUPTED)
+        message += f" (CP-SAT did not stop within {GRACE_S:g} s and finishes in the background)"
+        x = feasible_start(form, x0)
+        value = None
+        if x is not None:
+            form.load(x)
+            value = float(pyo.value(form.objective))
+        return SolveResult(
+            termination=termination,
+            status=Status.FEASIBLE if x is not None else Status.NONE,
+            objective=value,
+            bound=None,
+            gap=None,
+            runtime_s=time.perf_counter() - start,
             solver=self.name,
             message=message,
         )
@@ -152,19 +217,23 @@ def _translate(form: MatrixForm) -> mb.ModelBuilder:
     return builder
 
 
-def _run(builder: mb.ModelBuilder, opts: SolverOptions) -> tuple[mb.ModelSolver, Any]:
-    # A fresh solver per call: a reused ModelSolver has answered NOT_SOLVED after a previous solve.
+def _run(
+    builder: mb.ModelBuilder, opts: SolverOptions, limits: Limits
+) -> tuple[mb.ModelSolver, Watched[mb.SolveStatus]]:
+    # A fresh solver per call: a reused ModelSolver has answered NOT_SOLVED after a previous solve
+    # (and keeps a stop request once made).
     solver = mb.ModelSolver("sat")
-    if opts.time_limit_s is not None:
-        solver.set_time_limit_in_seconds(opts.time_limit_s)
-    params = [f"random_seed:{opts.seed}"]
+    remaining = limits.remaining()
+    if remaining is not None:
+        solver.set_time_limit_in_seconds(max(remaining, 1e-3))
+    params = [f"random_seed:{opts.seed}", "catch_sigint_signal:false"]
     if opts.threads is not None:
         params.append(f"num_workers:{opts.threads}")
     if opts.mip_rel_gap is not None:
         params.append(f"relative_gap_limit:{opts.mip_rel_gap}")
     solver.set_solver_specific_parameters(", ".join(params))
     solver.enable_output(opts.verbose)
-    return solver, solver.solve(builder)
+    return solver, run_watched(lambda: solver.solve(builder), limits, solver.stop_search, name="mipopt-cpsat")
 
 
 def _number(x: Any) -> float | None:

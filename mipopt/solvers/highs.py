@@ -2,14 +2,27 @@
 
 The model is compiled once per solve by Pyomo's standard-form compiler and passed
 whole (``passModel``); options map to HiGHS as ``time_limit``, ``threads``,
-``random_seed`` and ``mip_rel_gap``. Pyomo's own HiGHS interfaces (APPSI and
-``pyomo.contrib.solver``) build the solver model term by term, which took longer than
-the solve itself on the benchmark models (1.7 s of a 2.5 s stage at 80 GPUs).
+``random_seed``, ``mip_rel_gap``, ``objective_target`` and ``mip_max_nodes``. Pyomo's own HiGHS
+interfaces (APPSI and ``pyomo.contrib.solver``) build the solver model term by term, which took
+longer than the solve itself on the benchmark models (1.7 s of a 2.5 s stage at 80 GPUs).
 
-HiGHS runs on one process-wide thread pool that is sized at its first solve; asking for another
-thread count later fails (HiGHS answers "unknown"). A solve that sets ``threads`` therefore resets
-that pool first (``Highs.resetGlobalScheduler``), which is safe as long as no other HiGHS solve
-runs at the same moment in the process.
+Stopping. ``Highs.run`` releases the GIL, so it runs in a worker thread
+(:func:`mipopt.solvers.stop.run_watched`) while the calling thread stays free for Ctrl-C. HiGHS's
+interrupt callbacks (``kCallbackMipInterrupt``, ``kCallbackSimplexInterrupt``,
+``kCallbackIpmInterrupt``) answer "interrupt" once the stop flag is set or the deadline has passed,
+and HiGHS's own ``time_limit`` is set to the time left. HiGHS asks those callbacks (and reads its
+clock) only between steps: on a 400-GPU GRMU model one root mod-k cut-separation pass
+(``HighsModkSeparator``, Gaussian elimination over GF(k)) ran 38-47 s without asking, so a 20 s
+limit ended after 49-57 s. The watcher therefore gives HiGHS
+:data:`~mipopt.solvers.stop.GRACE_S` to stop; if it has not, the backend returns the last
+incumbent HiGHS reported through ``kCallbackMipImprovingSolution`` (else the warm start, if
+feasible) with the last dual bound of ``kCallbackMipInterrupt``, and leaves the HiGHS thread to
+end at its next check (``Highs.cancelSolve`` in highspy 1.12 only sets a Python flag read by the
+same callbacks, so it cannot do better).
+
+Threads. HiGHS keeps one task scheduler per calling thread, sized at its first solve on that
+thread (a later, different ``threads`` makes HiGHS answer "unknown"). Every solve runs on a new
+thread, so each gets a scheduler of its own size and no reset of a shared one is needed.
 
 A warm start is passed as a dense vector (``setSolution``): variables named in
 :attr:`~mipopt.solvers.SolverOptions.warm_start` take those values and every other variable 0.
@@ -31,9 +44,14 @@ from mipopt.solvers.base import (
     Capabilities,
     SolveResult,
     SolverOptions,
+    feasible_start,
+    is_proven,
     relative_gap,
+    start_result,
+    stopped_termination,
 )
 from mipopt.solvers.matrix import FloatArray, MatrixForm, compile_model
+from mipopt.solvers.stop import GRACE_S, REASON_INTERRUPTED, Limits, Watched, run_watched
 
 MS = highspy.HighsModelStatus
 
@@ -49,25 +67,40 @@ class HighsBackend:
         integer_only=False,
         finite_bounds_only=False,
         reports_bound=True,
+        supports_interrupt=True,
+        supports_objective_target=True,
+        supports_node_limit=True,
     )
 
     def solve(self, model: pyo.ConcreteModel, options: SolverOptions | None = None) -> SolveResult:
         """Solve ``model`` with HiGHS and load the solution into it (see :class:`~mipopt.solvers.Backend`)."""
         opts = options or SolverOptions()
+        limits = opts.limits(time.monotonic())
         start = time.perf_counter()
         form = compile_model(model)
         x0 = form.start(opts.warm_start) if opts.warm_start is not None else None
-        h = _highs(form, opts, x0)
-        h.run()
+        reason = limits.reason()
+        if reason is not None:
+            return start_result(form, x0, reason, time.perf_counter() - start, self.name)
+
+        run = _WatchedHighs(_highs(form, opts, x0, limits), limits)
+        watched = run.run()
+        if not watched.finished:
+            return self._left_behind(form, x0, run, watched, start)
+        h = run.highs
         status = h.getModelStatus()
         unbounded = False
         if status in (MS.kUnbounded, MS.kUnboundedOrInfeasible):
             # MIP presolve often proves only "infeasible or unbounded": a feasible model without
             # its objective means unbounded.
-            probe = _highs(form, opts, None, with_objective=False)
-            probe.run()
-            unbounded = probe.getModelStatus() == MS.kOptimal
-            status = MS.kUnbounded if unbounded else MS.kInfeasible
+            probe = _WatchedHighs(_highs(form, opts, None, limits, with_objective=False), limits)
+            probed = probe.run()
+            if probed.finished and probe.highs.getModelStatus() in (MS.kOptimal, MS.kInfeasible):
+                unbounded = probe.highs.getModelStatus() == MS.kOptimal
+                status = MS.kUnbounded if unbounded else MS.kInfeasible
+            elif probed.reason is not None:
+                status = MS.kInterrupt
+                watched = probed
         runtime_s = time.perf_counter() - start
 
         info = h.getInfo()
@@ -87,18 +120,28 @@ class HighsBackend:
             elif status == MS.kOptimal:
                 bound = objective
             bound = bound if bound is not None and math.isfinite(bound) else None
-        if status == MS.kOptimal:
+        sol_status = Status.FEASIBLE if has_solution else Status.NONE
+        if status == MS.kOptimal and is_proven(objective, bound):
             termination, sol_status, message = Termination.OPTIMAL, Status.OPTIMAL, "optimal"
+        elif status == MS.kOptimal and has_solution:
+            termination = Termination.GAP_LIMIT
+            allowed = f"{opts.mip_rel_gap:g}" if opts.mip_rel_gap is not None else "HiGHS's default 1e-4"
+            message = f"stopped within the allowed gap (mip_rel_gap {allowed}), not proven optimal"
         elif status == MS.kTimeLimit:
             termination, message = Termination.TIME_LIMIT, "time limit reached"
-            sol_status = Status.FEASIBLE if has_solution else Status.NONE
+        elif status == MS.kInterrupt:
+            termination, message = stopped_termination(watched.reason or REASON_INTERRUPTED)
+        elif status in (MS.kObjectiveTarget, MS.kSolutionLimit):
+            termination = Termination.COMPLETED
+            message = "objective target reached" if status == MS.kObjectiveTarget else "node limit reached"
+            if is_proven(objective, bound):
+                sol_status = Status.OPTIMAL
         elif status == MS.kInfeasible:
             termination, sol_status, message = Termination.INFEASIBLE, Status.NONE, "infeasible"
         elif unbounded:
             termination, sol_status, message = Termination.ERROR, Status.NONE, UNBOUNDED_MESSAGE
         else:
             termination = Termination.ERROR
-            sol_status = Status.FEASIBLE if has_solution else Status.NONE
             message = f"HiGHS stopped: {h.modelStatusToString(status)}"
         return SolveResult(
             termination=termination,
@@ -112,21 +155,96 @@ class HighsBackend:
             unbounded=unbounded,
         )
 
+    def _left_behind(
+        self,
+        form: MatrixForm,
+        x0: FloatArray | None,
+        run: _WatchedHighs,
+        watched: Watched[object],
+        start: float,
+    ) -> SolveResult:
+        """The outcome when HiGHS did not stop in time: the last incumbent it reported."""
+        termination, message = stopped_termination(watched.reason or REASON_INTERRUPTED)
+        message += f" (HiGHS did not stop within {GRACE_S:g} s and finishes in the background)"
+        x = feasible_start(form, run.incumbent)
+        x = x if x is not None else feasible_start(form, x0)
+        objective = bound = None
+        if x is not None:
+            form.load(x)
+            objective = float(pyo.value(form.objective))
+            bound = run.bound
+        return SolveResult(
+            termination=termination,
+            status=Status.FEASIBLE if x is not None else Status.NONE,
+            objective=objective,
+            bound=bound,
+            gap=relative_gap(objective, bound),
+            runtime_s=time.perf_counter() - start,
+            solver=self.name,
+            message=message,
+        )
+
+
+class _WatchedHighs:
+    """One HiGHS run in a worker thread, with callbacks that stop it and remember its incumbent."""
+
+    def __init__(self, h: highspy.Highs, limits: Limits) -> None:
+        self.highs = h
+        self.limits = limits
+        self.incumbent: FloatArray | None = None
+        self.bound: float | None = None
+        self.requested = False  # set from the watching thread, e.g. on a KeyboardInterrupt
+        h.cbMipInterrupt.subscribe(self._mip_interrupt)
+        h.cbSimplexInterrupt.subscribe(self._interrupt)
+        h.cbIpmInterrupt.subscribe(self._interrupt)
+        h.cbMipImprovingSolution.subscribe(self._improving)
+
+    def run(self) -> Watched[object]:
+        return run_watched(self.highs.run, self.limits, self._request_stop, name="mipopt-highs")
+
+    def _request_stop(self) -> None:
+        # HiGHS is stopped by its callbacks, which look at ``limits`` themselves; this covers a
+        # stop for another reason (a KeyboardInterrupt in the watching thread).
+        self.requested = True
+
+    def _interrupt(self, event: highspy.HighsCallbackEvent) -> None:
+        if self.requested or self.limits.reason() is not None:
+            event.interrupt()
+
+    def _mip_interrupt(self, event: highspy.HighsCallbackEvent) -> None:
+        bound = float(event.data_out.mip_dual_bound)
+        if math.isfinite(bound):
+            self.bound = bound
+        self._interrupt(event)
+
+    def _improving(self, event: highspy.HighsCallbackEvent) -> None:
+        # HiGHS reports the solution in the original model's columns; copy it, the buffer is reused.
+        self.incumbent = np.array(event.data_out.mip_solution, dtype=float, copy=True)
+
 
 def _highs(
-    form: MatrixForm, opts: SolverOptions, x0: FloatArray | None, *, with_objective: bool = True
+    form: MatrixForm,
+    opts: SolverOptions,
+    x0: FloatArray | None,
+    limits: Limits,
+    *,
+    with_objective: bool = True,
 ) -> highspy.Highs:
     """A HiGHS instance holding the model, its options set and its start passed."""
     h = highspy.Highs()
     h.setOptionValue("output_flag", opts.verbose)
     h.setOptionValue("random_seed", opts.seed)
-    if opts.time_limit_s is not None:
-        h.setOptionValue("time_limit", float(opts.time_limit_s))
+    remaining = limits.remaining()
+    if remaining is not None:
+        h.setOptionValue("time_limit", max(remaining, 1e-3))
     if opts.mip_rel_gap is not None:
         h.setOptionValue("mip_rel_gap", float(opts.mip_rel_gap))
     if opts.threads is not None:
-        highspy.Highs.resetGlobalScheduler(True)
         h.setOptionValue("threads", opts.threads)
+    if opts.objective_target is not None and with_objective:
+        h.setOptionValue("objective_target", float(opts.objective_target))
+    if opts.node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(opts.node_limit))
     lp = highspy.HighsLp()
     n, m = len(form.columns), form.matrix.shape[0]
     lp.num_col_, lp.num_row_ = n, m
