@@ -94,8 +94,9 @@ def test_a_proof_is_still_optimal(backend):
 
 
 def test_is_proven():
-    assert is_proven(500, 500) and is_proven(500, 500 + 1e-8)
-    assert not is_proven(482, 500) and not is_proven(500, 500.001)
+    assert is_proven(500, 500) and is_proven(5e9, 5e9 + 1)  # 1e-9 relative
+    assert is_proven(1.53, 1.5300009)  # HiGHS's absolute gap 1e-6, which mip_rel_gap 0 allows
+    assert not is_proven(482, 500) and not is_proven(500, 500.00001) and not is_proven(1.53, 1.531)
     assert not is_proven(None, 500) and not is_proven(500, None)
 
 

@@ -7,22 +7,22 @@ nothing of formulations and the formulations nothing of the backends.
 Outcomes (:class:`SolveResult`) keep why the solver stopped (``termination``) apart from what it
 found (``status``), as STYLE.md asks:
 
-=================================  ===============  =========  ====================================
-solver outcome                     termination      status     notes
-=================================  ===============  =========  ====================================
-proven optimum                     OPTIMAL          OPTIMAL    bound equals objective (1e-9 rel.)
-stopped within the allowed gap     GAP_LIMIT        FEASIBLE   real bound and gap (gap > 0)
-time limit or deadline, incumbent  TIME_LIMIT       FEASIBLE   objective, bound and gap set
-time limit or deadline, none       TIME_LIMIT       NONE
-stop flag set, incumbent           INTERRUPTED      FEASIBLE   objective, bound and gap set
-stop flag set, none                INTERRUPTED      NONE
-objective target or node limit     COMPLETED        FEASIBLE   message says which; OPTIMAL if
-                                                    or NONE    the bound proves it
-proven infeasible                  INFEASIBLE       NONE
-unbounded                          ERROR            NONE       ``unbounded=True``, message says so
-anything else                      ERROR            FEASIBLE   if an incumbent exists, else NONE
-                                                    or NONE
-=================================  ===============  =========  ====================================
+=================================  ============  =========  ===========================================
+solver outcome                     termination   status     notes
+=================================  ============  =========  ===========================================
+proven optimum                     OPTIMAL       OPTIMAL    bound meets objective (:func:`is_proven`)
+stopped within the allowed gap     GAP_LIMIT     FEASIBLE   the real bound and gap (gap > 0)
+time limit or deadline, incumbent  TIME_LIMIT    FEASIBLE   objective, bound and gap set
+time limit or deadline, none       TIME_LIMIT    NONE
+stop flag set, incumbent           INTERRUPTED   FEASIBLE   objective, bound and gap set
+stop flag set, none                INTERRUPTED   NONE
+objective target or node limit     COMPLETED     FEASIBLE   message says which; status OPTIMAL if the
+                                                 or NONE    bound proves it (HiGHS only)
+proven infeasible                  INFEASIBLE    NONE
+unbounded                          ERROR         NONE       ``unbounded=True``, message says so
+anything else                      ERROR         FEASIBLE   if an incumbent exists, else NONE
+                                                 or NONE
+=================================  ============  =========  ===========================================
 
 A solver that stops because the gap is within ``mip_rel_gap`` (or within its own default
 tolerance: HiGHS stops at 1e-4) calls its incumbent optimal; unless the bound meets the objective
@@ -34,8 +34,9 @@ backend that declares ``supports_interrupt``, within :data:`~mipopt.solvers.stop
 request however busy the solver is. If the flag is already set or the deadline already passed
 when a backend is called, the solver is not started; a feasible warm start is then returned as
 the incumbent (status FEASIBLE, no bound). A solver that does not stop within the grace period is
-left to finish in the background and the best solution it reported is returned (its bound as of
-its last report), with a message that says so.
+left to finish in the background, with a message that says so; the result is the last incumbent
+it reported and its bound at that time (HiGHS), or the warm start if feasible (CP-SAT reports
+nothing before it returns).
 
 :class:`mipopt.instance.Termination` has no ``unbounded`` member and a placement model is never
 unbounded when built correctly, so an unbounded model is a modelling error: it is reported as
@@ -294,17 +295,22 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 
 
 def is_proven(objective: float | None, bound: float | None) -> bool:
-    """True when ``bound`` proves ``objective`` optimal: they differ by at most 1e-9 relative.
+    """True when ``bound`` proves ``objective`` optimal.
 
-    A solver stopped by a relative gap tolerance (``mip_rel_gap``, or HiGHS's default 1e-4) calls
-    its incumbent optimal; this is the test that tells a proof from such a stop.
+    They must differ by at most 1e-9 relative (:func:`relative_gap` is 0) or by
+    :data:`PROOF_ABS_TOL`, the absolute gap HiGHS still calls optimal with ``mip_rel_gap`` 0
+    (its ``mip_abs_gap``). A solver stopped by a relative gap tolerance (``mip_rel_gap``, or
+    HiGHS's default 1e-4) also calls its incumbent optimal; this is the test that tells a proof
+    from such a stop.
 
     Examples
     --------
-    >>> is_proven(500.0, 500.0000000001), is_proven(482.0, 500.0), is_proven(482.0, None)
-    (True, False, False)
+    >>> is_proven(500.0, 500.0000000001), is_proven(1.53, 1.5300005), is_proven(482.0, 500.0)
+    (True, True, False)
     """
-    return relative_gap(objective, bound) == 0.0
+    if objective is None or bound is None:
+        return False
+    return relative_gap(objective, bound) == 0.0 or abs(objective - bound) <= PROOF_ABS_TOL
 
 
 def stopped_termination(reason: str) -> tuple[Termination, str]:
@@ -391,3 +397,6 @@ def single_objective(model: pyo.ConcreteModel) -> pyo.Objective:
 
 
 UNBOUNDED_MESSAGE = "unbounded: the objective improves without limit"
+
+PROOF_ABS_TOL = 1e-6
+"""Absolute difference between objective and bound still taken as a proof (HiGHS's ``mip_abs_gap``)."""
