@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, TextIO
 from mipopt import __version__
 from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.errors import InstanceError
-from mipopt.instance import Instance, Solution, solution_to_dict
+from mipopt.instance import Instance, Solution, Termination, solution_to_dict
 from mipopt.io import load_instance, load_solution, write_json
 
 if TYPE_CHECKING:
+    from mipopt.exact import StageEvent
     from mipopt.migrate import Plan
     from mipopt.sweep import SweepProgress
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 class BadInput(Exception):
@@ -201,7 +203,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _summary(inst: Instance, sol: Solution) -> str:
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _summary(inst: Instance, sol: Solution, *, joint: bool = False) -> str:
     from mipopt import render
 
     lines = [
@@ -216,6 +222,32 @@ def _summary(inst: Instance, sol: Solution) -> str:
         lines.append(
             f"objectives: acceptance {o.acceptance:g}, hardware {o.hardware:g}, migrations {o.migrations:g}"
         )
+    if sol.status.value != "optimal" and sol.bound is not None:
+        gap = "-" if sol.gap is None else f"{sol.gap:.2%}"
+        lines.append(f"unproven: bound {sol.bound:g}, gap {gap} (the first unproven stage's, in its units)")
+    if sol.stages:
+        lines.append("")
+        lines.append(
+            f"{'stage':<12} {'value':>10} {'bound':>10} {'gap':>8}  {'proven':<6} {'model':<10} {'time':>8}"
+        )
+        for st in sol.stages:
+            gap = "-" if st.gap is None else f"{st.gap:.2%}"
+            lines.append(
+                f"{st.objective:<12} {_num(st.value):>10} {_num(st.bound):>10} {gap:>8}  "
+                f"{'yes' if st.proven else 'no':<6} {st.model:<10} {st.runtime_s:>7.2f}s"
+            )
+    m = sol.metrics
+    if m and inst.running:
+        moved = int(m.get("moves_inter_host", 0) + m.get("moves_inter_gpu", 0))
+        line = (
+            f"moves: {moved} of {len(inst.running)} running workloads move to another GPU "
+            f"({m.get('moved_memory_gb', 0.0):g} GB)"
+        )
+        if m.get("moves_intra_gpu"):
+            line += f", {m['moves_intra_gpu']:g} change start on their own GPU"
+        lines.append(line)
+        if moved and joint:
+            lines.append("  (--use-case initial keeps running workloads where they are)")
     lines.append("")
     lines.append(f"{'workload':<14} {'profile':<12} {'gpu':<14} {'start':>5}  note")
     where = sol.placement_of()
@@ -245,9 +277,7 @@ def _summary(inst: Instance, sol: Solution) -> str:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from mipopt.exact import solve_exact
     from mipopt.policies import BATCH
-    from mipopt.solvers import SolverOptions
 
     _check_plan_options(args.semantics, "graph", None)
     inst = _load_instance(args.instance)
@@ -261,25 +291,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         except InstanceError as err:
             raise BadInput(str(err)) from None
     else:
-        try:
-            options = SolverOptions(
-                time_limit_s=args.time_limit, threads=args.threads, seed=args.seed, mip_rel_gap=args.gap
-            )
-            if args.model == "wpm":
-                from mipopt.wpm import solve_wpm
-
-                sol = solve_wpm(inst, use_case=args.use_case or "joint", solver=args.solver, options=options)
-            else:
-                sol = solve_exact(
-                    inst,
-                    model=args.model,
-                    solver=args.solver,
-                    objective=args.objective,
-                    options=options,
-                    use_case=args.use_case,
-                )
-        except (InstanceError, ValueError) as err:
-            raise BadInput(str(err)) from None
+        sol = _solve_exact(inst, args)
     plan = _plan(inst, sol, "--plan", args.semantics, "graph", None) if args.plan else None
     if args.out:
         write_json(args.out, solution_to_dict(sol))
@@ -288,13 +300,64 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(solution_to_dict(sol))
     else:
-        print(_summary(inst, sol))
+        print(_summary(inst, sol, joint=args.method == "exact" and args.use_case in (None, "joint")))
         if plan is not None:
             from mipopt.migrate.render import plan_text
 
             print(f"\n{plan_text(inst, plan)}")
         _print_written(args.out, args.plan)
+    if sol.termination is Termination.INTERRUPTED:
+        print("mipopt: interrupted: the best placement found is above (status feasible)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
+    """An exact solve under one deadline; Ctrl-C stops it and keeps the best placement found."""
+    from mipopt.exact import solve_exact
+    from mipopt.solvers import SolverOptions
+    from mipopt.solvers.stop import catch_sigint
+
+    if args.time_limit is not None and not args.time_limit > 0:  # also refuses nan
+        raise BadInput(f"--time-limit: must be positive seconds, got {args.time_limit:g}")
+    if args.gap is not None and not 0 <= args.gap < 1:
+        raise BadInput(f"--gap: must be a relative gap in [0, 1), got {args.gap:g}")
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    with catch_sigint() as stop:
+        try:
+            options = SolverOptions(
+                time_limit_s=args.time_limit,
+                threads=args.threads,
+                seed=args.seed,
+                mip_rel_gap=args.gap,
+                stop=stop,
+            )
+            if args.model == "wpm":
+                from mipopt.wpm import solve_wpm
+
+                return solve_wpm(inst, use_case=args.use_case or "joint", solver=args.solver, options=options)
+            return solve_exact(
+                inst,
+                model=args.model,
+                solver=args.solver,
+                objective=args.objective,
+                options=options,
+                use_case=args.use_case,
+                progress=_print_stage if show else None,
+            )
+        except (InstanceError, ValueError) as err:
+            raise BadInput(str(err)) from None
+
+
+def _print_stage(event: StageEvent) -> None:
+    """One line per stage on stderr: what is being solved, with the incumbent and bound so far."""
+    head = f"mipopt: {event.elapsed_s:7.1f} s  {event.stage:<11} {event.model:<10}"
+    if not event.done:
+        tail = f"started, incumbent {_num(event.value)}"
+    else:
+        term = event.termination.value if event.termination is not None else "-"
+        tail = f"{term}, value {_num(event.value)}, bound {_num(event.bound)}"
+    print(f"{head} {tail}", file=sys.stderr, flush=True)
 
 
 # --- plan
@@ -735,7 +798,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="lex:acceptance,hardware,migrations",
         help="lex:NAME[@TOL],... or weighted:W1,W2,W3[,W4] (default: %(default)s)",
     )
-    p.add_argument("--gap", type=float, metavar="REL", help="relative MIP gap (default 0: prove optimality)")
+    p.add_argument(
+        "--gap",
+        type=float,
+        metavar="REL",
+        help="stop each stage within this relative gap (termination gap_limit, status feasible; default 0: prove)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="a line per stage on stderr: incumbent, bound, elapsed time (default: on a terminal)",
+    )
     p.add_argument("--out", metavar="FILE", help="write the solution JSON (atomically)")
     p.add_argument(
         "--plan",
@@ -918,6 +991,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    code = _run(args)
+    from mipopt.solvers.stop import background_solves
+
+    if background_solves():  # a stopped solver still unwinding: the answer is out, do not wait
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except BadInput as err:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import reduce
@@ -36,6 +36,7 @@ from mipopt.solvers import SolverOptions, get_backend, relative_gap
 from mipopt.verify import evaluate, no_solution, solution_for
 
 DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
+Placed = dict[str, tuple[str, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +183,8 @@ def solve_exact(
         options = replace(options, mip_rel_gap=0.0)
     backend = get_backend(solver)
     deadline = None if options.time_limit_s is None else time.monotonic() + options.time_limit_s
-    given = getattr(options, "deadline", None)
-    if given is not None:
-        deadline = given if deadline is None else min(deadline, given)
+    if options.deadline is not None:
+        deadline = options.deadline if deadline is None else min(deadline, options.deadline)
     run = _Run(instance, spec, options, backend, deadline, bounds, progress, t0)
     work, fixed, closed = _use_case(instance, model, use_case)
     run.work = work
@@ -199,7 +199,7 @@ def solve_exact(
 
     run.offer(work.current_placement(), "current placement")
     if warm_start:
-        for name, placed in _portfolio(work, use_case):
+        for name, placed in _portfolio(work, run.stopped):
             run.offer(placed, name)
 
     if model == "grmu":
@@ -253,7 +253,7 @@ class _Run:
 
     def stopped(self) -> Termination | None:
         """Why no further stage may start, or None."""
-        stop = getattr(self.options, "stop", None)
+        stop = self.options.stop
         if stop is not None and stop.is_set:
             return Termination.INTERRUPTED
         left = self.left()
@@ -264,8 +264,7 @@ class _Run:
     def stage_options(self, warm: dict[str, float] | None, share: float = 1.0) -> SolverOptions:
         left = self.left()
         limit = None if left is None else max(left * share, 0.01)
-        extra = {"deadline": self.deadline} if hasattr(self.options, "deadline") else {}
-        return replace(self.options, time_limit_s=limit, warm_start=warm or None, **extra)
+        return replace(self.options, time_limit_s=limit, warm_start=warm or None, deadline=self.deadline)
 
     # --- the incumbent
 
@@ -421,8 +420,29 @@ class _Run:
         self.stages.append(StageResult(name, v, v, 0.0, True, Termination.OPTIMAL, 0.0, "constant"))
         self.keeps.append((name, sense, v, tol))
 
+    def obvious(self, name: str, sense: Any, tol: float, started: float) -> bool:
+        """Record the stage without a solve when the incumbent meets a bound that needs none:
+        every workload accepted, or nothing migrated (Eq. 5 is never negative)."""
+        if self.placed is None or name not in ("acceptance", "migrations"):
+            return False
+        best = sum(w.weight for w in self.work.workloads) if name == "acceptance" else 0.0
+        if abs(self.values[name] - best) > 1e-9:
+            return False
+        self.stages.append(
+            StageResult(
+                name, best, best, 0.0, True, Termination.OPTIMAL, time.perf_counter() - started, "incumbent"
+            )
+        )
+        self.keeps.append((name, sense, best, tol))
+        self.report(name, "incumbent", True, best, best, Termination.OPTIMAL)
+        return True
+
     def stages_single(self, built: Formulation) -> None:
-        """Every stage on one formulation (``grmu-slots``, ``grmu-paper``), exact stages merged where safe."""
+        """Every stage on one formulation (``grmu-slots``, ``grmu-paper``)."""
+        missing = [n for n in self.spec.names if n not in built.objectives]
+        if missing:
+            model = "grmu-slots" if isinstance(built, GrmuModel) else "grmu-paper"
+            raise InstanceError("objective", f"model {model} has no objective {missing[0]!r}")
         if not self.prepare(built):
             self.infeasible = True
             return
@@ -443,6 +463,8 @@ class _Run:
             if self.stopped() is not None:
                 break
             started = time.perf_counter()
+            if self.obvious(name, sense, tol, started):
+                continue
             if not self.prepare(built):
                 break
             result, bound = self.solve_stage(built, name, sense, label)
@@ -467,6 +489,8 @@ class _Run:
                 label = "detailed"
             else:
                 label = "aggregate"
+            if self.obvious(name, sense, tol, started):
+                continue
             if name == "migrations" and self.migrations_zero(models, started):
                 continue
             if name == "intra_moves":  # decided by the per-GPU decode: nothing to solve
@@ -504,15 +528,13 @@ class _Run:
             self.report("migrations", label, True, 0.0, 0.0, Termination.OPTIMAL)
             return True
 
-        if self.placed is not None and self.values["migrations"] == 0:
-            return proven("incumbent")
         built = models.get("restricted")
         if self.stopped() is not None or not self.prepare(built):
             return False
         m = built.model
         m.del_component("stage_objective")
         m.stage_objective = pyo.Objective(expr=0.0 * m.PHI[self.work.hosts[0].id])
-        self.report("migrations", "restricted", False, None, None)
+        self.report("migrations", "restricted", False, self.values.get("migrations"), None)
         result = self.backend.solve(m, self.stage_options(None, RESTRICTED_SHARE))
         if (
             result.has_solution
@@ -589,17 +611,17 @@ class _ConfigModels:
         return self.built[mode]
 
 
-def _portfolio(work: Instance, use_case: str | None) -> list[tuple[str, dict[str, tuple[str, int]]]]:
-    """The placements of the fast heuristics (running workloads where they run)."""
+def _portfolio(work: Instance, stopped: Callable[[], Termination | None]) -> Iterator[tuple[str, Placed]]:
+    """The placements of the fast heuristics (running workloads where they run), until stopped."""
     from mipopt.policies import BATCH
     from mipopt.policies.online import make_policy, run_batch
 
-    out = []
     for name in PORTFOLIO:
+        if stopped() is not None:
+            return
         sol = BATCH[name](work) if name in BATCH else run_batch(make_policy(name, "method"), work)
         if sol.status is not Status.NONE:
-            out.append((name, sol.placed()))
-    return out
+            yield name, sol.placed()
 
 
 def _rounded_bound(expr: Any, bound: float | None, sense: Any) -> float | None:

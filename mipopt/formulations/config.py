@@ -39,7 +39,7 @@ import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
 from mipopt.instance import Instance, Workload
-from mipopt.preprocess import fixed_ids, fixed_states, placement_key
+from mipopt.preprocess import fixed_ids, fixed_states, host_classes, placement_key
 from mipopt.preprocess.indexing import index_keeping, maximal_multisets
 
 Mode = Literal["aggregate", "restricted", "detailed"]
@@ -262,6 +262,28 @@ class ConfigModel:
                 placed[wid] = (gpu_id, s)
         return placed
 
+    def _symmetric(self, placed: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+        """``placed`` with the contents of identical empty hosts in the order the symmetry rows want."""
+        inst = self.instance
+        on: dict[str, list[str]] = defaultdict(list)
+        for wid, (gpu_id, _) in placed.items():
+            on[gpu_id].append(wid)
+        out = dict(placed)
+        for cls in host_classes(inst):
+
+            def gpus(host: str) -> list[str]:
+                return sorted(inst.host(host).gpus, key=lambda g: inst.gpu(g).model.name)
+
+            def active(host: str) -> int:
+                return sum(1 for g in inst.host(host).gpus if on[g])
+
+            order = sorted(cls.members, key=lambda h: -active(h))  # stable: ties keep instance order
+            for target, source in zip(cls.members, order, strict=True):
+                for g_to, g_from in zip(gpus(target), gpus(source), strict=True):
+                    for wid in on[g_from]:
+                        out[wid] = (g_to, placed[wid][1])
+        return out
+
     def _home(self, wid: str) -> str:
         placement = self.instance.workload(wid).placement
         assert placement is not None
@@ -276,6 +298,7 @@ class ConfigModel:
         workload on its own GPU.
         """
         inst, m = self.instance, self.model
+        placed = self._symmetric(placed)
         values: dict[str, float] = {}
         shape_of = {
             w: c
@@ -468,6 +491,9 @@ def build_config(
     )
     m.PHI = pyo.Var([h.id for h in instance.hosts], domain=pyo.Binary)
     active = {k: sum(m.N[k, c] for c in range(len(u.configs))) for k, u in enumerate(units)}
+    gpus_on: dict[str, list[int]] = defaultdict(list)  # host -> its units
+    for k, u in enumerate(units):
+        gpus_on[u.host].append(k)
     m.unit_active = pyo.ConstraintList()
     for k, u in enumerate(units):
         size = len(u.gpus)
@@ -510,13 +536,25 @@ def build_config(
 
     m.pool = pyo.ConstraintList()
     items_of: dict[int, list[int]] = defaultdict(list)
-    for k, (c, _, _) in enumerate(items):
+    items_on: dict[tuple[int, str], list[int]] = defaultdict(list)  # (shape, host) -> items
+    items_at: dict[str, list[int]] = defaultdict(list)  # host -> items
+    for k, (c, host, _) in enumerate(items):
         items_of[c].append(k)
-    running_sets = [set(s.running) for s in shapes]
+        items_on[c, host].append(k)
+        items_at[host].append(k)
+    stays_of_shape: dict[int, list[int]] = defaultdict(list)
+    stays_at: dict[str, list[int]] = defaultdict(list)
+    shape_index = {w: c for c, s in enumerate(shapes) for w in s.running}
+    for k, (u, ms) in enumerate(stays):
+        stays_of_shape[shape_index[ms[0]]].append(k)
+        stays_at[units[u].host].append(k)
+    held_at: dict[str, list[Workload]] = defaultdict(list)
+    for w, (g, _) in fixed_at.items():
+        held_at[instance.gpu(g).host].append(instance.workload(w))
     for c in range(len(shapes)):
         accepted = sum(m.A[k] for k, (cc, _) in enumerate(accept) if cc == c)
         if mode == "detailed":
-            leavers = sum(len(ms) - m.K[k] for k, (_, ms) in enumerate(stays) if ms[0] in running_sets[c])
+            leavers = sum(len(stays[k][1]) - m.K[k] for k in stays_of_shape[c])
         elif mode == "aggregate":
             leavers = len(shapes[c].running)
         else:
@@ -561,21 +599,9 @@ def build_config(
         for cap, attr, cons in ((h.cpu, "cpu", m.eq6_cpu), (h.ram_gb, "ram_gb", m.eq7_ram)):
             if cap is None:
                 continue
-            held_amount = sum(
-                getattr(instance.workload(w), attr)
-                for w, (g, _) in fixed_at.items()
-                if instance.gpu(g).host == h.id
-            )
-            terms = [
-                (getattr(shapes[c].example, attr), m.X[k])
-                for k, (c, host, _) in enumerate(items)
-                if host == h.id
-            ]
-            terms += [
-                (getattr(instance.workload(ms[0]), attr), m.K[k])
-                for k, (u, ms) in enumerate(stays)
-                if units[u].host == h.id
-            ]
+            held_amount = sum(getattr(w, attr) for w in held_at[h.id])
+            terms = [(getattr(shapes[items[k][0]].example, attr), m.X[k]) for k in items_at[h.id]]
+            terms += [(getattr(instance.workload(stays[k][1][0]), attr), m.K[k]) for k in stays_at[h.id]]
             if mode == "restricted":
                 held_amount += sum(getattr(w, attr) for g in h.gpus for w in movable_on[g])
             terms = [(a, v) for a, v in terms if a > 0]
@@ -604,18 +630,22 @@ def build_config(
         m.eq5_same_host_leavers.add(m.Z[key] <= sum(len(stays[k][1]) - m.K[k] for k in leavers_of[key]))
         by_shape_host[key[0], key[2]].append(key)
     for (c, host), keys in by_shape_host.items():
-        m.eq5_same_host_slots.add(
-            sum(m.Z[key] for key in keys)
-            <= sum(m.X[k] for k, it in enumerate(items) if it[0] == c and it[1] == host)
-        )
+        m.eq5_same_host_slots.add(sum(m.Z[key] for key in keys) <= sum(m.X[k] for k in items_on[c, host]))
+
+    # identical empty hosts: used in order, the most active GPUs first (a placement is permuted
+    # to this order by ConfigModel.warm_start)
+    m.symmetry = pyo.ConstraintList()
+    for cls in host_classes(instance):
+        busy = [sum(active[k] for k in gpus_on[h]) for h in cls.members]
+        for a, b in zip(range(len(busy)), range(1, len(busy)), strict=False):
+            m.symmetry.add(m.PHI[cls.members[a]] >= m.PHI[cls.members[b]])
+            if gpus_on[cls.members[a]]:
+                m.symmetry.add(busy[a] >= busy[b])
 
     # objectives (GRMU Eqs. 3-5)
     acceptance = sum(w.weight for w in instance.running) + sum(
         instance.workload(members[0]).weight * m.A[k] for k, (_, members) in enumerate(accept)
     )
-    gpus_on: dict[str, list[int]] = defaultdict(list)
-    for k, u in enumerate(units):
-        gpus_on[u.host].append(k)
     hardware = sum(h.weight * (m.PHI[h.id] + sum(active[k] for k in gpus_on[h.id])) for h in instance.hosts)
     exprs = {"acceptance": acceptance, "hardware": hardware}
     if mode == "detailed":

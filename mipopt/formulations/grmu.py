@@ -1,7 +1,7 @@
-"""GRMU's placement problem, tight form (``--model grmu``), over candidate placements of classes.
+"""GRMU's placement problem, tight form over start slots (``--model grmu-slots``), over candidate placements.
 
 The decision problem and the objectives of GRMU (Eqs. 3-5) written over the
-candidate placements of :mod:`mipopt.preprocess`. See ``models/grmu.md``,
+candidate placements of :mod:`mipopt.preprocess`. See ``models/grmu-slots.md``,
 equation by equation, beside the paper form.
 
 Why it is tight: overlap is forbidden per memory slot (a clique of the placements
