@@ -119,9 +119,14 @@ class ConfigModel:
         m = self.model
         config_of: dict[str, Vector] = {}
         stayers: dict[str, list[str]] = defaultdict(list)  # gpu -> running workloads kept there
+        running: dict[str, list[Workload]] = defaultdict(list)
+        if self.mode == "aggregate":
+            for shape in self.shapes:
+                for wid in shape.running:
+                    running[self._home(wid)].append(self.instance.workload(wid))
         for k, unit in enumerate(self.units):
             chosen = [c for c in range(len(unit.configs)) for _ in range(_count(m.N[k, c]))]
-            self._assign(unit, [unit.configs[c] for c in chosen], config_of)
+            self._assign(unit, [unit.configs[c] for c in chosen], config_of, running)
         for k, (u, members) in enumerate(self.stays):
             gpu = self.units[u].gpus[0]
             stayers[gpu].extend(members[: _count(m.K[k])])
@@ -134,17 +139,19 @@ class ConfigModel:
             self._aggregate_stayers(config_of, quota, stayers)
         return self._place(config_of, stayers, quota)
 
-    def _assign(self, unit: _Unit, configs: list[Vector], config_of: dict[str, Vector]) -> None:
-        """Give each chosen configuration to one GPU of the unit, keeping running workloads home."""
+    def _assign(
+        self,
+        unit: _Unit,
+        configs: list[Vector],
+        config_of: dict[str, Vector],
+        running: dict[str, list[Workload]],
+    ) -> None:
+        """Give each chosen configuration to one GPU of the unit, keeping ``running`` (movable
+        running workloads by GPU, aggregate variant) home."""
         if unit.named or len(unit.gpus) == 1:
             if configs:
                 config_of[unit.gpus[0]] = configs[0]
             return
-        running: dict[str, list[Workload]] = defaultdict(list)
-        if self.mode == "aggregate":
-            for w in self.instance.running:
-                if w.id not in self.fixed and w.placement is not None and w.placement.gpu in unit.gpus:
-                    running[w.placement.gpu].append(w)
         order = sorted(unit.gpus, key=lambda g: -sum(w.migration_weight for w in running[g]))
         left = list(configs)
         for gpu in order:

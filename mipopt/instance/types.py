@@ -93,9 +93,11 @@ class Instance:
     _gpu: dict[str, Gpu] = field(init=False, repr=False, compare=False)
     _host: dict[str, Host] = field(init=False, repr=False, compare=False)
     _workload: dict[str, Workload] = field(init=False, repr=False, compare=False)
+    _models: dict[str, GpuModel] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_gpu", {g.id: g for g in self.gpus})
+        object.__setattr__(self, "_models", {g.model.name: g.model for g in self.gpus})
         object.__setattr__(self, "_host", {h.id: h for h in self.hosts})
         object.__setattr__(self, "_workload", {w.id: w for w in self.workloads})
         _check(self)
@@ -119,8 +121,8 @@ class Instance:
 
     @property
     def models(self) -> dict[str, GpuModel]:
-        """The models of this instance's GPUs, by name."""
-        return {g.model.name: g.model for g in self.gpus}
+        """The models of this instance's GPUs, by name (a copy: the instance is frozen)."""
+        return dict(self._models)
 
     def profile_on(self, workload: Workload, model: GpuModel) -> Profile | None:
         """The workload's profile on ``model``, or None when it cannot run there."""
