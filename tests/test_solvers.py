@@ -242,7 +242,8 @@ def test_highs_and_cpsat_in_one_process(backend):
 
 
 def test_threads_can_change_between_highs_solves():
-    # HiGHS keeps one global thread pool; the backend resets it when asked for another size.
+    # HiGHS keeps one thread pool per calling thread, sized at its first solve there; every solve
+    # runs on a thread of its own, so a new size is always possible.
     for threads in (1, 2, 1):
         assert HighsBackend().solve(knapsack(), SolverOptions(threads=threads)).objective == pytest.approx(21)
 
