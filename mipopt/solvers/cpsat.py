@@ -124,6 +124,8 @@ class CpSatBackend:
             if has_solution or status == mb.SolveStatus.NOT_SOLVED
             else None
         )
+        if status == mb.SolveStatus.OPTIMAL and bound is None:
+            bound = value  # no bound to compare (no objective): nothing but a proof can end the search
 
         sol_status = Status.FEASIBLE if has_solution else Status.NONE
         if status == mb.SolveStatus.OPTIMAL and is_proven(value, bound):
