@@ -147,3 +147,35 @@ def test_a_time_limit_holds_for_the_whole_command(tmp_path: Path) -> None:
     sol = json.loads(out.read_text())
     assert sol["status"] in ("feasible", "optimal")
     assert sol["runtime_s"] <= 4 + max(1.0, 0.4)
+
+
+def test_progress_prints_a_line_per_stage_event(capsys: pytest.CaptureFixture[str]) -> None:
+    from mipopt.cli import main
+
+    assert main(["solve", "instances/fbk_fig3.json", "--progress"]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    stages = [line.split()[3:5] for line in lines]
+    assert stages == [
+        ["acceptance", "incumbent"],
+        ["hardware", "aggregate"],
+        ["hardware", "aggregate"],
+        ["migrations", "restricted"],
+        ["migrations", "detailed"],
+        ["migrations", "detailed"],
+    ]
+    assert lines[-1].endswith("optimal, value 4, bound 4")
+
+
+def test_too_many_configurations_fall_back_to_the_slot_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mipopt.formulations.config as config
+    from mipopt.preprocess.indexing import TooManyMultisets
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise TooManyMultisets("A100-80GB: more than 20000 indexable multisets")
+
+    monkeypatch.setattr(config, "maximal_multisets", refuse)
+    inst = ibm_instance(8, seed=1)
+    sol = solve_exact(inst)
+    assert "configuration model not used (A100-80GB: more than 20000 indexable multisets)" in sol.message
+    assert {st.model for st in sol.stages} <= {"slots", "incumbent", "constant"}
+    assert sol.status is Status.OPTIMAL and verify(inst, sol).valid
