@@ -12,10 +12,14 @@ message says what happened.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
 
 import pyomo.environ as pyo
+from pyomo.repn import generate_standard_repn
 
 from mipopt.formulations.wpm import WpmModel, WpmWeights, build_wpm
 from mipopt.instance import Instance, Solution, Status, Termination
@@ -40,6 +44,49 @@ def gpu_contents(built: WpmModel) -> dict[str, list[str]]:
     return dict(out)
 
 
+#: Fast placements tried as warm starts, per use case: ``current`` keeps every running
+#: workload where it runs; the others are IBM's rule-based heuristics (section 4.2).
+STARTS: dict[str, tuple[str, ...]] = {
+    "initial": ("ibm-initial",),
+    "compaction": ("current", "ibm-compaction"),
+    "reconfiguration": ("current", "ibm-compaction", "ibm-reconfiguration"),
+    "joint": ("current", "ibm-initial", "ibm-joint"),
+}
+
+
+def best_start(built: WpmModel) -> tuple[str, dict[str, float] | None, float]:
+    """The best of :data:`STARTS` for ``built``'s use case, as WPM variable values.
+
+    Returns
+    -------
+    name, start, profit
+        The placement's name, its values by Pyomo name (None when no placement has an
+        image in the model) and its Eq. 2a profit.
+    """
+    from mipopt.policies import ibm_rules  # heuristics sit above the exact layer
+
+    heuristics: dict[str, Callable[[Instance], Solution]] = {
+        "ibm-initial": ibm_rules.ibm_initial,
+        "ibm-compaction": ibm_rules.ibm_compaction,
+        "ibm-reconfiguration": ibm_rules.ibm_reconfiguration,
+        "ibm-joint": ibm_rules.ibm_joint,
+    }
+    inst = built.instance
+    repn = generate_standard_repn(built.model.profit.expr)
+    best: tuple[str, dict[str, float] | None, float] = ("none", None, -math.inf)
+    for name in STARTS[built.use_case]:
+        placed = inst.current_placement() if name == "current" else heuristics[name](inst).placed()
+        start = built.warm_start(placed)
+        if start is None:
+            continue
+        profit = repn.constant + sum(
+            c * start.get(v.name, 0.0) for c, v in zip(repn.linear_coefs, repn.linear_vars, strict=True)
+        )
+        if profit > best[2]:
+            best = (name, start, profit)
+    return best
+
+
 def solve_wpm(
     instance: Instance,
     *,
@@ -48,6 +95,7 @@ def solve_wpm(
     weights: WpmWeights | None = None,
     options: SolverOptions | None = None,
     max_repairs: int = 5,
+    warm_start: bool = True,
 ) -> Solution:
     """Solve a WPM use case and return an indexed, verified-shape solution.
 
@@ -62,34 +110,33 @@ def solve_wpm(
         Time limit (over all re-solves), threads, seed, gap (default 0).
     max_repairs
         Re-solves after an indexing failure.
+    warm_start
+        Start the solver from the best of the use case's fast placements
+        (:data:`STARTS`) that the model can express, when the backend takes a start
+        and ``options`` names none.
     """
     t0 = time.perf_counter()
     options = options or SolverOptions()
     if options.mip_rel_gap is None:
-        options = SolverOptions(
-            time_limit_s=options.time_limit_s, threads=options.threads, seed=options.seed, mip_rel_gap=0.0
-        )
+        options = replace(options, mip_rel_gap=0.0)
     backend = get_backend(solver)
     built = build_wpm(instance, use_case, weights)
     m = built.model
     m.no_good = pyo.ConstraintList()
     method = f"wpm:{use_case} / {solver}"
     notes: list[str] = []
+    if warm_start and options.warm_start is None and backend.capabilities.supports_warm_start:
+        name, start, profit = best_start(built)
+        if start is not None:
+            options = replace(options, warm_start=start)
+            notes.append(f"start {name} (profit {profit:g})")
     for attempt in range(max_repairs + 1):
         remaining = (
             None
             if options.time_limit_s is None
             else max(options.time_limit_s - (time.perf_counter() - t0), 0.01)
         )
-        result = backend.solve(
-            m,
-            SolverOptions(
-                time_limit_s=remaining,
-                threads=options.threads,
-                seed=options.seed,
-                mip_rel_gap=options.mip_rel_gap,
-            ),
-        )
+        result = backend.solve(m, replace(options, time_limit_s=remaining))
         if result.status is Status.NONE:
             return no_solution(
                 instance,
@@ -130,14 +177,20 @@ def solve_wpm(
 def _exclude(built: WpmModel, gpu: str, conflict: tuple[str, ...]) -> None:
     """No-good row: the conflicting items may not all be on ``gpu`` again.
 
-    New workloads are counted per class, so the row bounds the class counts on that
-    GPU's bins; it may also exclude other mixes with as many items of those classes.
+    Workloads are counted per kind (shape), so the row bounds the counts of those kinds
+    on that GPU (its bins, its stayers, its movers that come home to its twin); it may
+    also exclude other mixes with as many items of those kinds.
     """
     m = built.model
     rep = {w: r for r, members in built.classes.items() for w in members}
+    kind_of = {r: k for k, reps in built.kinds.items() for r in reps}
+    names = {kind_of[rep[w]] for w in conflict}
     keys = {b.key for b in built.bins if b.gpu == gpu}
-    names = {rep.get(w, w) for w in conflict}
-    terms = [m.x[w, b] for w, b in built.pairs if b in keys and w in names]
+    terms = [m.x[k, b] for k, b in built.pairs if b in keys and k in names]
     home = built.instance.current_placement()
-    terms += [m.stay[w] for w in built.movable if w in names and home[w][0] == gpu]
+    for r in built.movable:
+        if kind_of[r] in names and home[r][0] == gpu:
+            terms.append(m.stay[r])
+            if r in m.home:
+                terms.append(m.home[r])
     m.no_good.add(sum(terms) <= len(conflict) - 1)

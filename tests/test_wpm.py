@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyomo.environ as pyo
 import pytest
 
 from mipopt.errors import InstanceError
 from mipopt.exact import solve_exact
-from mipopt.formulations.wpm import build_wpm
+from mipopt.formulations.wpm import WpmModel, build_wpm
 from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance
-from mipopt.solvers import SolverOptions
+from mipopt.policies import ibm_rules
+from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verify import verify
 from mipopt.workloads.ibm import ibm_instance
-from mipopt.wpm import solve_wpm
+from mipopt.wpm import STARTS, best_start, solve_wpm
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
@@ -134,9 +136,155 @@ def test_running_workloads_are_counted_per_gpu_class() -> None:
     built = build_wpm(inst, "compaction")
     assert built.classes == {"a": ("a", "b"), "c": ("c",)}
     assert built.movable == ["a", "c"]
+    assert built.kinds == {"a": ("a", "c")}  # one shape: arrivals are counted together
     sol = solve_wpm(inst, use_case="compaction")
     report = verify(inst, sol)
     assert report.valid
     assert report.metrics["active_gpus"] == 1
     assert report.metrics["moved_memory_slots"] == 1  # one 1g.10gb moved
     assert {w: g for w, (g, _) in sol.placed().items()} == {"a": "g0", "b": "g0", "c": "g0"}
+
+
+# Eq. 2a's optimal profit per (instance, use case), measured with the model as it was before
+# workloads were counted per kind, the linking rows tightened, host rows rounded and warm starts
+# added (commit 2ee57ec, one x per class and bin). The changes must keep every value.
+PROFIT = {
+    ("fbk_fig3", "initial"): 700.0,
+    ("fbk_fig3", "compaction"): -220.0,
+    ("fbk_fig3", "reconfiguration"): -220.0,
+    ("fbk_fig3", "joint"): 780.0,
+    ("ibm_fig7", "initial"): 1900.0,
+    ("ibm_fig7", "compaction"): -100.0,
+    ("ibm_fig7", "reconfiguration"): -100.0,
+    ("ibm_fig7", "joint"): 1900.0,
+    ("ibm4-s0", "initial"): 16600.0,
+    ("ibm4-s0", "compaction"): -120.0,
+    ("ibm4-s0", "reconfiguration"): -120.0,
+    ("ibm4-s0", "joint"): 16699.0,
+    ("ibm4-s1", "initial"): 13600.0,
+    ("ibm4-s1", "compaction"): -200.0,
+    ("ibm4-s1", "reconfiguration"): -200.0,
+    ("ibm4-s1", "joint"): 13600.0,
+    ("ibm8-s0", "initial"): 26200.0,
+    ("ibm8-s0", "compaction"): -410.0,
+    ("ibm8-s0", "reconfiguration"): -410.0,
+    ("ibm8-s0", "joint"): 26200.0,
+    ("ibm8-s1", "initial"): 30200.0,
+    ("ibm8-s1", "compaction"): -350.1,
+    ("ibm8-s1", "reconfiguration"): -350.1,
+    ("ibm8-s1", "joint"): 30200.0,
+    ("ibm8-s2", "initial"): 22200.0,
+    ("ibm8-s2", "compaction"): -440.2,
+    ("ibm8-s2", "reconfiguration"): -440.2,
+    ("ibm8-s2", "joint"): 22268.9,
+    ("pinned", "initial"): 27200.0,
+    ("pinned", "compaction"): -460.0,
+    ("pinned", "reconfiguration"): -460.0,
+    ("pinned", "joint"): 27200.0,
+    ("h100", "initial"): 17500.0,
+    ("h100", "compaction"): -240.0,
+    ("h100", "reconfiguration"): -240.0,
+    ("h100", "joint"): 24389.0,
+}
+
+
+def _profit_case(name: str, use_case: str) -> Instance:
+    """The instances of :data:`PROFIT`; generated ones get new workloads for initial and joint only."""
+    load = 0.6 if use_case in ("initial", "joint") else 0.0
+    if name == "pinned":  # a third of the running workloads may not move
+        return ibm_instance(8, seed=3, load=load, pinned_fraction=0.3)
+    if name == "h100":  # hosts of two H100s
+        return ibm_instance(6, seed=4, load=load, model="H100-80GB", gpus_per_host=2)
+    if name.startswith("ibm") and "-s" in name:
+        gpus, seed = name.removeprefix("ibm").split("-s")
+        return ibm_instance(int(gpus), seed=int(seed), load=load)
+    return _case(name)
+
+
+@pytest.mark.parametrize("tight", [True, False])
+@pytest.mark.parametrize(("name", "use_case"), sorted(PROFIT))
+def test_the_optimal_profit_is_kept(name: str, use_case: str, tight: bool) -> None:
+    built = build_wpm(_profit_case(name, use_case), use_case, tight=tight)
+    result = get_backend("highs").solve(built.model, SolverOptions(mip_rel_gap=0.0))
+    assert result.termination is Termination.OPTIMAL
+    assert result.objective == pytest.approx(PROFIT[name, use_case], abs=1e-6)
+
+
+@pytest.mark.parametrize(("name", "use_case"), sorted(PROFIT))
+def test_solve_wpm_proves_the_optimum_from_its_start(name: str, use_case: str) -> None:
+    inst = _profit_case(name, use_case)
+    sol = solve_wpm(inst, use_case=use_case)
+    assert verify(inst, sol).valid
+    assert sol.termination is Termination.OPTIMAL
+    assert sol.bound == pytest.approx(PROFIT[name, use_case], abs=1e-6)
+    assert sol.message.startswith("start ")  # some fast placement had an image in the model
+
+
+def _violations(built: WpmModel, start: dict[str, float]) -> list[str]:
+    """Rows and bounds ``start`` breaks (variables it leaves out are 0, as the backends read it)."""
+    m = built.model
+    for v in m.component_data_objects(pyo.Var):
+        if not v.fixed:
+            v.set_value(start.get(v.name, 0.0), skip_validation=True)
+    bad = [v.name for v in m.component_data_objects(pyo.Var) if not v.lb - 1e-9 <= v.value <= v.ub + 1e-9]
+    for c in m.component_data_objects(pyo.Constraint, active=True):
+        body = pyo.value(c.body)
+        if (c.lower is not None and body < pyo.value(c.lower) - 1e-6) or (
+            c.upper is not None and body > pyo.value(c.upper) + 1e-6
+        ):
+            bad.append(c.name)
+    return bad
+
+
+HEURISTICS = {
+    "ibm-initial": ibm_rules.ibm_initial,
+    "ibm-compaction": ibm_rules.ibm_compaction,
+    "ibm-reconfiguration": ibm_rules.ibm_reconfiguration,
+    "ibm-joint": ibm_rules.ibm_joint,
+}
+
+
+@pytest.mark.parametrize(("name", "use_case"), sorted(PROFIT))
+def test_warm_starts_are_feasible_and_not_above_the_optimum(name: str, use_case: str) -> None:
+    inst = _profit_case(name, use_case)
+    built = build_wpm(inst, use_case)
+    images = 0
+    for start_name in STARTS[use_case]:
+        placed = (
+            inst.current_placement() if start_name == "current" else HEURISTICS[start_name](inst).placed()
+        )
+        start = built.warm_start(placed)
+        if start is None:
+            continue
+        images += 1
+        assert _violations(built, start) == [], start_name
+        assert pyo.value(built.model.profit) <= PROFIT[name, use_case] + 1e-6
+    assert images
+    name_, best, profit = best_start(built)
+    assert best is not None and name_ in STARTS[use_case]
+    assert profit <= PROFIT[name, use_case] + 1e-6
+
+
+def test_a_start_is_refused_when_a_running_workload_has_no_image() -> None:
+    # compaction opens no free GPU: a placement that moves a workload onto one has no image
+    inst = ibm_instance(8, seed=0, load=0.0)
+    built = build_wpm(inst, "compaction")
+    free = next(g.id for g in inst.gpus if g.id not in {gpu for gpu, _ in inst.current_placement().values()})
+    w = inst.running[0]
+    placed = inst.current_placement() | {w.id: (free, 0)}
+    assert built.warm_start(placed) is None
+    del placed[w.id]  # a running workload must stay placed
+    assert built.warm_start(placed) is None
+    assert built.warm_start(inst.current_placement()) is not None
+
+
+def test_host_rows_are_rounded_to_the_demands_gcd() -> None:
+    # ibm_instance hosts get 90 % of their GPUs' packed demand: 202 cpu for 8 A100s at 4 cpu per
+    # compute slice. Integer counts of demands that are multiples of 4 can use 200 at most.
+    inst = ibm_instance(8, seed=0, load=0.6)
+    built = build_wpm(inst, "joint")
+    assert inst.hosts[0].cpu == 202
+    rows = list(built.model.host_cpu.values())
+    assert rows and all(pyo.value(c.upper) % 4 == 0 for c in rows)
+    loose = build_wpm(inst, "joint", tight=False)
+    assert any(pyo.value(c.upper) % 4 for c in loose.model.host_cpu.values())

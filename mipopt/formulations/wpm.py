@@ -13,7 +13,9 @@ paper does) offers its own C_q and M_q. Memory is counted in memory slots, the p
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -22,7 +24,7 @@ import pyomo.environ as pyo
 from mipopt.catalog import GpuModel
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Workload
-from mipopt.preprocess import gpu_partitions, running_classes, workload_classes
+from mipopt.preprocess import gpu_partitions, placement_key, running_classes, workload_classes
 
 USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
 
@@ -62,10 +64,13 @@ class Bin:
 class WpmModel:
     """A built WPM model; ``contents()`` reads what each bin holds, ``stayed()`` who did not move.
 
-    Workloads are counted per class (``classes``: representative -> members): new ones
-    per :func:`~mipopt.preprocess.workload_classes`, movable running ones per
-    :func:`~mipopt.preprocess.running_classes` (same GPU, same shape and weights).
-    ``movable`` and ``new`` list representatives.
+    Workloads are counted, never named (models/wpm.md, "Variables"). ``classes`` maps a
+    representative to its members: movable running workloads per
+    :func:`~mipopt.preprocess.running_classes` (same GPU, shape and weights; ``movable``
+    lists them) and new ones per :func:`~mipopt.preprocess.workload_classes` (``new``).
+    ``kinds`` groups classes of one shape (:func:`~mipopt.preprocess.placement_key`):
+    ``x[k, b]`` counts the workloads of kind k that arrive in bin b from another GPU or
+    from the queue, whichever class they come from.
     """
 
     instance: Instance
@@ -73,34 +78,205 @@ class WpmModel:
     weights: WpmWeights
     model: pyo.ConcreteModel
     bins: list[Bin]
-    pairs: list[tuple[str, str]]  # x index: (workload, bin key)
+    pairs: list[tuple[str, str]]  # x index: (kind, bin key)
     movable: list[str]
     new: list[str]
     classes: dict[str, tuple[str, ...]]  # representative -> members
+    kinds: dict[str, tuple[str, ...]]  # kind -> class representatives
     fixed: dict[str, tuple[str, int]]
     stats: dict[str, int] = field(default_factory=dict)
 
     def contents(self) -> dict[str, list[str]]:
         """Bin key -> workload ids placed in it, from the current variable values.
 
-        A class's count in a bin is handed to its members in instance order, after
-        the members that stayed.
+        Per movable class, the first members (instance order) stay, the next go to
+        their GPU's imaginary twin, the rest leave; per new class, the first members
+        are accepted. A kind's arrivals in the bins are then handed out from its
+        leavers and accepted new workloads, in that order: which member goes where does
+        not change the objective (only counts enter it).
         """
+        m = self.model
         out: dict[str, list[str]] = defaultdict(list)
-        left = {rep: list(members) for rep, members in self.classes.items()}
+        pool: dict[str, list[str]] = defaultdict(list)
+        kind_of = {rep: k for k, reps in self.kinds.items() for rep in reps}
+        twin = {b.gpu: b.key for b in self.bins if b.kind == "imaginary"}
         for rep in self.movable:
-            del left[rep][: self._stays(rep)]
-        for w, b in self.pairs:
-            n = round(self.model.x[w, b].value or 0)
-            out[b].extend(left[w][:n])
-            del left[w][:n]
+            members = self.classes[rep]
+            stays, home = self._count(m.stay, rep), self._count(m.home, rep)
+            if home:
+                out[twin[self._gpu(rep)]].extend(members[stays : stays + home])
+            pool[kind_of[rep]].extend(members[stays + home :])
+        for rep in self.new:
+            pool[kind_of[rep]].extend(self.classes[rep][: self._count(m.accept, rep)])
+        for k, b in self.pairs:
+            n = round(m.x[k, b].value or 0)
+            out[b].extend(pool[k][:n])
+            del pool[k][:n]
         return {b: ws for b, ws in out.items() if ws}
 
-    def stayed(self) -> list[str]:
-        return [w for rep in self.movable for w in self.classes[rep][: self._stays(rep)]]
+    def warm_start(self, placed: Mapping[str, tuple[str, int]]) -> dict[str, float] | None:
+        """A placement as starting values of the WPM variables, by Pyomo name; None if it has no image.
 
-    def _stays(self, rep: str) -> int:
-        return round(self.model.stay[rep].value or 0)
+        Per GPU: a free GPU's workloads fill its bin; on a used GPU, running workloads
+        on their own start stay and arrivals go to the free partition that holds their
+        slots; when that fails (an arrival across partitions, a running workload on
+        another start of its own GPU), the GPU is repartitioned: all it holds goes to
+        its imaginary twin. A new workload with no image is left out (rejected); a
+        movable running workload with none, or missing from ``placed``, makes the
+        placement unusable. Workloads of one kind are counted, not told apart.
+        """
+        inst, m = self.instance, self.model
+        rep_of = {w: r for r, members in self.classes.items() for w in members}
+        kind_of = {r: k for k, reps in self.kinds.items() for r in reps}
+        home = inst.current_placement()
+        busy = {g for g, _ in home.values()}
+        movers = {w for r in self.movable for w in self.classes[r]}
+        if any(w not in placed for w in movers) or any(placed.get(w) != at for w, at in self.fixed.items()):
+            return None
+        by_key = {b.key: b for b in self.bins}
+        free = {b.gpu: b.key for b in self.bins if b.kind == "free"}
+        twin = {b.gpu: b.key for b in self.bins if b.kind == "imaginary"}
+        parts: dict[str, list[Bin]] = defaultdict(list)
+        for b in self.bins:
+            if b.kind == "partition":
+                parts[b.gpu].append(b)
+        arrivals: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for w, (g, start) in placed.items():
+            if w in rep_of:
+                arrivals[g].append((w, start))
+
+        x: Counter[tuple[str, str]] = Counter()
+        stay: Counter[str] = Counter()
+        came_home: Counter[str] = Counter()
+        accept: Counter[str] = Counter()
+        repartitioned: set[str] = set()
+
+        def put(w: str, key: str | None) -> bool:
+            """Count ``w`` in bin ``key``; False where a running workload has no pair there."""
+            if key is None or (kind_of[rep_of[w]], key) not in m.x:
+                return w not in movers  # a new workload is left out; a running one may not be
+            x[kind_of[rep_of[w]], key] += 1
+            if w not in movers:
+                accept[rep_of[w]] += 1
+            return True
+
+        for g, items in arrivals.items():
+            spots: list[tuple[str, str | None]]
+            if g in free:
+                spots = [(w, free[g]) for w, _ in items]
+            elif g not in busy:  # a free GPU that is no bin (compaction opens none)
+                spots = [(w, None) for w, _ in items]
+            else:
+                kept = [w for w, start in items if w in movers and home[w] == (g, start)]
+                rest = [(w, start) for w, start in items if w not in kept]
+                shifted = any(w in movers and home[w][0] == g for w, _ in rest)
+                spots = [(w, self._partition_of(parts[g], w, start)) for w, start in rest]
+                if (shifted or any(key is None for _, key in spots)) and g in twin:
+                    repartitioned.add(g)
+                    spots = []
+                    for w, _ in items:
+                        if w in movers and home[w][0] == g:
+                            came_home[rep_of[w]] += 1
+                        else:
+                            spots.append((w, twin[g]))
+                else:
+                    stay.update(rep_of[w] for w in kept)
+            if not all(put(w, key) for w, key in spots):
+                return None
+
+        # free GPUs of one host and model are interchangeable: fullest first, as the symmetry rows ask
+        alike: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for bn in self.bins:
+            if bn.kind == "free":
+                alike[inst.gpu(bn.gpu).host, inst.gpu(bn.gpu).model.name].append(bn.key)
+        for group in alike.values():
+            loads = [{k: x.pop((k, key)) for k, kk in list(x) if kk == key} for key in group]
+            gpu = by_key[group[0]].gpu
+            loads.sort(key=lambda load: -sum(n * self._need(k, gpu)[0] for k, n in load.items()))
+            for key, load in zip(group, loads, strict=True):
+                x.update({(k, key): n for k, n in load.items()})
+
+        held: dict[str, list[int]] = {b.key: [0, 0] for b in self.bins}
+        for (k, key), n in x.items():
+            c, mem = self._need(k, by_key[key].gpu)
+            held[key][0] += n * c
+            held[key][1] += n * mem
+        for r, n in came_home.items():
+            c, mem = self._need(r, self._gpu(r))
+            held[twin[self._gpu(r)]][0] += n * c
+            held[twin[self._gpu(r)]][1] += n * mem
+        if any(c > by_key[key].compute or mem > by_key[key].memory for key, (c, mem) in held.items()):
+            return None
+
+        values: dict[str, float] = {}
+        for (k, key), n in x.items():
+            values[m.x[k, key].name] = n
+        for r in self.movable:
+            values[m.stay[r].name] = stay[r]
+            if r in m.home:
+                values[m.home[r].name] = came_home[r]
+        for r in self.new:
+            values[m.accept[r].name] = accept[r]
+        busy_on = {g for g, _ in self.fixed.values()} | {self._gpu(r) for r in stay if stay[r]}
+        for b in self.bins:
+            c, mem = held[b.key]
+            if c or mem:
+                values[(m.z if b.kind == "partition" else m.y)[b.key].name] = 1
+                if b.kind == "partition":
+                    busy_on.add(b.gpu)
+            u, v = b.compute - c, b.memory - mem
+            delta = 1 if u > 0 else 0
+            values[m.u[b.key].name] = u
+            values[m.v[b.key].name] = v
+            values[m.U[b.key].name] = max(0, u - v)
+            values[m.V[b.key].name] = max(0, v - b.memory * delta)
+            values[m.delta[b.key].name] = delta
+        for g in busy_on - repartitioned:
+            values[m.y[g].name] = 1
+        return values
+
+    def stayed(self) -> list[str]:
+        return [w for rep in self.movable for w in self.classes[rep][: self._count(self.model.stay, rep)]]
+
+    def _need(self, w: str, gpu: str) -> tuple[int, int]:
+        """Compute slices and memory slots of workload ``w`` on ``gpu``'s model."""
+        model = self.instance.gpu(gpu).model
+        p = self.instance.profile_on(self.instance.workload(w), model)
+        assert p is not None  # only pairs that fit are counted
+        return p.compute, p.memory_slots
+
+    def _partition_of(self, parts: list[Bin], w: str, start: int) -> str | None:
+        """The free partition among ``parts`` that holds ``w`` at ``start``, or None."""
+        if not parts:
+            return None
+        model = self.instance.gpu(parts[0].gpu).model
+        p = self.instance.profile_on(self.instance.workload(w), model)
+        if p is None:
+            return None
+        mask = p.slot_mask(start)
+        return next((b.key for b in parts if mask & ~b.slots == 0), None)
+
+    def _gpu(self, rep: str) -> str:
+        placement = self.instance.workload(rep).placement
+        assert placement is not None  # movable classes are running
+        return placement.gpu
+
+    @staticmethod
+    def _count(var: pyo.Var, rep: str) -> int:
+        return round(var[rep].value or 0) if rep in var else 0
+
+
+def _round_down(room: float, demands: list[float]) -> float:
+    """``room`` down to a multiple of the demands' greatest common divisor, when they are integers.
+
+    A sum of integer counts times integer demands is a multiple of their gcd, so the
+    row loses no integer point; the LP loses the fraction (hosts at 90 % of 4 cpu per
+    compute slice: 50.4 slices of room become 50).
+    """
+    if not all(float(d).is_integer() for d in demands):
+        return room
+    g = math.gcd(*(int(d) for d in demands))
+    return g * math.floor(room / g + 1e-9) if g else room
 
 
 def _profile(instance: Instance, w: Workload, model: GpuModel) -> int | None:
@@ -108,7 +284,14 @@ def _profile(instance: Instance, w: Workload, model: GpuModel) -> int | None:
     return None if p is None else model.profiles.index(p)
 
 
-def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights | None = None) -> WpmModel:
+def build_wpm(
+    instance: Instance,
+    use_case: str = "joint",
+    weights: WpmWeights | None = None,
+    *,
+    tight: bool = True,
+    configs: bool = False,
+) -> WpmModel:
     """Build WPM for one use case.
 
     ``initial``: running workloads fixed, new ones placed in free GPUs and partitions;
@@ -145,17 +328,27 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
             bins.append(Bin(f"{gp.gpu}~p{i}", "partition", gp.gpu, q.compute, q.slots, q.mask))
 
     m = pyo.ConcreteModel(name=f"wpm[{instance.name}:{use_case}]")
-    # workloads are counted per class: WPM's x_wg summed over a class's members
+    # workloads are counted per class, and their arrivals in bins per kind (shape)
     classes = {c.representative: c.members for c in running_classes(instance, moving_ids)}
     movable = list(classes)
     if new_ids:
         classes |= {c.representative: c.members for c in workload_classes(instance)}
     is_movable = set(movable)
     new = [w for w in classes if w not in is_movable]
+    kinds: dict[str, list[str]] = {}
+    by_shape: dict[Hashable, str] = {}
+    for rep in classes:
+        label = by_shape.setdefault(placement_key(instance, instance.workload(rep)), rep)
+        kinds.setdefault(label, []).append(rep)
+    size = {w: len(members) for w, members in classes.items()}
+    kind_size = {k: sum(size[c] for c in reps) for k, reps in kinds.items()}
+    gpu_of = {rep: instance.workload(rep).placement.gpu for rep in movable}  # type: ignore[union-attr]
+
     pairs: list[tuple[str, str]] = []
-    need: dict[tuple[str, str], tuple[int, int]] = {}  # (w, bin) -> (compute, memory slots)
-    for wid in classes:
-        wl = instance.workload(wid)
+    need: dict[tuple[str, str], tuple[int, int]] = {}  # (kind, bin) -> (compute, memory slots)
+    most_in: dict[tuple[str, str], int] = {}  # (kind, bin) -> most that fit alone
+    for k in kinds:
+        wl = instance.workload(k)
         for bn in bins:
             model = instance.gpu(bn.gpu).model
             p = _profile(instance, wl, model)
@@ -167,16 +360,19 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
                 and prof.memory_slots <= bn.memory
                 and any(prof.slot_mask(s) & ~bn.slots == 0 for s in prof.starts)
             ):
-                pairs.append((wid, bn.key))
-                need[wid, bn.key] = (prof.compute, prof.memory_slots)
+                pairs.append((k, bn.key))
+                need[k, bn.key] = (prof.compute, prof.memory_slots)
+                fit = min(bn.compute // prof.compute, bn.memory // prof.memory_slots, prof.max_instances)
+                most_in[k, bn.key] = min(kind_size[k], 1 if prof.media_extension else fit)
     keys = [b.key for b in bins]
     by_key = {b.key: b for b in bins}
+    twin = {b.gpu: b.key for b in bins if b.kind == "imaginary"}
     used_gpus = sorted(busy)
-    size = {w: len(members) for w, members in classes.items()}
-    m.x = pyo.Var(
-        pairs, domain=pyo.NonNegativeIntegers, bounds=lambda _m, w, b: (0, min(size[w], by_key[b].compute))
-    )
+    m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda _m, k, b: (0, most_in[k, b]))
     m.stay = pyo.Var(movable, domain=pyo.NonNegativeIntegers, bounds=lambda _m, w: (0, size[w]))
+    homing = [w for w in movable if gpu_of[w] in twin]
+    m.home = pyo.Var(homing, domain=pyo.NonNegativeIntegers, bounds=lambda _m, w: (0, size[w]))
+    m.accept = pyo.Var(new, domain=pyo.NonNegativeIntegers, bounds=lambda _m, w: (0, size[w]))
     m.y = pyo.Var([b.key for b in bins if b.kind != "partition"] + used_gpus, domain=pyo.Binary)
     m.z = pyo.Var([b.key for b in bins if b.kind == "partition"], domain=pyo.Binary)
     m.u = pyo.Var(keys, domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, by_key[k].compute))
@@ -185,11 +381,16 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
     m.V = pyo.Var(keys, domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, by_key[k].memory))
     m.delta = pyo.Var(keys, domain=pyo.Binary)
 
-    in_bin: dict[str, list[str]] = defaultdict(list)
-    of_w: dict[str, list[str]] = defaultdict(list)
-    for wid, key in pairs:
-        in_bin[key].append(wid)
-        of_w[wid].append(key)
+    # what each bin holds: (count, compute, memory); a twin also holds its GPU's movers that come home
+    inside: dict[str, list[tuple[pyo.Var, int, int]]] = defaultdict(list)
+    of_kind: dict[str, list[str]] = defaultdict(list)
+    for k, key in pairs:
+        inside[key].append((m.x[k, key], *need[k, key]))
+        of_kind[k].append(key)
+    for w in homing:
+        model = instance.gpu(gpu_of[w]).model
+        prof = model.profiles[_profile(instance, instance.workload(w), model) or 0]
+        inside[twin[gpu_of[w]]].append((m.home[w], prof.compute, prof.memory_slots))
 
     m.eq2b = pyo.ConstraintList()
     m.eq2c = pyo.ConstraintList()
@@ -198,14 +399,21 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
     m.eq2i = pyo.ConstraintList()
     m.eq2j = pyo.ConstraintList()
     m.eq2k = pyo.ConstraintList()
+    m.link = pyo.ConstraintList()
     for b in bins:
-        xs = [m.x[w, b.key] for w in in_bin[b.key]]
+        hs = inside[b.key]
         if b.kind == "partition":
-            m.eq2c.add(sum(xs) <= b.compute * m.z[b.key])
+            m.eq2c.add(sum(n for n, _, _ in hs) <= b.compute * m.z[b.key])
         else:
-            m.eq2b.add(sum(xs) <= b.compute * m.y[b.key])
-        m.eq2f.add(sum(need[w, b.key][0] * m.x[w, b.key] for w in in_bin[b.key]) + m.u[b.key] == b.compute)
-        m.eq2g.add(sum(need[w, b.key][1] * m.x[w, b.key] for w in in_bin[b.key]) + m.v[b.key] == b.memory)
+            m.eq2b.add(sum(n for n, _, _ in hs) <= b.compute * m.y[b.key])
+        on = m.z[b.key] if b.kind == "partition" else m.y[b.key]
+        if tight:
+            m.link.add(sum(c * n for n, c, _ in hs) <= b.compute * on)
+            m.link.add(sum(mem * n for n, _, mem in hs) <= b.memory * on)
+            for n, _, _ in hs:
+                m.link.add(n <= n.ub * on)
+        m.eq2f.add(sum(c * n for n, c, _ in hs) + m.u[b.key] == b.compute)
+        m.eq2g.add(sum(mem * n for n, _, mem in hs) + m.v[b.key] == b.memory)
         m.eq2i.add(m.u[b.key] - m.v[b.key] <= m.U[b.key])
         m.eq2j.add(m.delta[b.key] <= m.u[b.key])
         m.eq2j.add(m.u[b.key] <= b.compute * m.delta[b.key])
@@ -218,18 +426,25 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
         parts = [m.z[b.key] for b in bins if b.kind == "partition" and b.gpu == g]
         if parts:
             m.eq2d.add(sum(parts) <= instance.gpu(g).model.compute_slices * m.y[g])
+        if tight:
+            for z in parts:
+                m.link.add(z <= m.y[g])
         if g in pinned_on:
             m.y[g].fix(1)
     for w in movable:
-        m.stay_on.add(m.stay[w] <= size[w] * m.y[instance.workload(w).placement.gpu])  # type: ignore[union-attr]
+        m.stay_on.add(m.stay[w] <= size[w] * m.y[gpu_of[w]])
 
-    # 2e: at most one bin; running workloads stay placed (here or elsewhere)
+    # 2e, counted: a kind's arrivals are its leavers plus its accepted new workloads; running
+    # workloads stay placed (here, at home on the twin, or elsewhere), new ones at most once
     m.eq2e = pyo.ConstraintList()
+    came_home = {w: m.home[w] for w in homing}
+    leaving = {w: size[w] - m.stay[w] - came_home.get(w, 0) for w in movable}
+    for k, reps in kinds.items():
+        arrive = sum(leaving[c] if c in is_movable else m.accept[c] for c in reps)
+        m.eq2e.add(sum(m.x[k, b] for b in of_kind[k]) == arrive)
     for w in movable:
-        m.eq2e.add(sum(m.x[w, b] for b in of_w[w]) + m.stay[w] == size[w])
-    for w in new:
-        if of_w[w]:
-            m.eq2e.add(sum(m.x[w, b] for b in of_w[w]) <= size[w])
+        if w in m.home:
+            m.eq2e.add(m.stay[w] + m.home[w] <= size[w])
 
     # 2h: a GPU and its imaginary twin are not both used
     m.eq2h = pyo.ConstraintList()
@@ -251,11 +466,12 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
     # hardware facts the paper leaves out: one +me set and per-profile maxima per physical GPU,
     # host cpu and ram (terms over every bin of the GPU and the workloads staying on it)
     terms: dict[str, list[tuple[pyo.Var, Workload]]] = defaultdict(list)
-    for wid, key in pairs:
-        terms[by_key[key].gpu].append((m.x[wid, key], instance.workload(wid)))
+    for k, key in pairs:
+        terms[by_key[key].gpu].append((m.x[k, key], instance.workload(k)))
     for w in movable:
-        wl = instance.workload(w)
-        terms[wl.placement.gpu].append((m.stay[w], wl))  # type: ignore[union-attr]
+        terms[gpu_of[w]].append((m.stay[w], instance.workload(w)))
+        if w in m.home:
+            terms[gpu_of[w]].append((m.home[w], instance.workload(w)))
 
     def most(vs: list[pyo.Var]) -> int:  # the largest value a sum of these counts can take
         return sum(v.ub for v in vs)
@@ -282,9 +498,9 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
             assert p is not None
             per_profile[p].append(v)
         for p, vs in per_profile.items():
-            room = model.profiles[p].max_instances - held_counts[g, p]
-            if most(vs) > room:
-                m.profile_max.add(sum(vs) <= room)
+            left = model.profiles[p].max_instances - held_counts[g, p]
+            if most(vs) > left:
+                m.profile_max.add(sum(vs) <= left)
     m.host_cpu = pyo.ConstraintList()
     m.host_ram = pyo.ConstraintList()
     for h in instance.hosts:
@@ -294,24 +510,22 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
                 continue
             held = sum(getattr(instance.workload(w), attr) for w, (g, _) in fixed.items() if g in h.gpus)
             if sum(getattr(wl, attr) for _, wl in ts) > cap - held:
-                cons.add(sum(getattr(wl, attr) * v for v, wl in ts) <= cap - held)
+                room = float(cap - held)
+                if tight:  # integer counts: the room rounds down to a multiple of the demands' gcd
+                    room = _round_down(room, [getattr(wl, attr) for _, wl in ts])
+                cons.add(sum(getattr(wl, attr) * v for v, wl in ts) <= room)
 
     # 2a
     def host_weight(gpu_id: str) -> float:
         return host_of[gpu_id].weight
 
-    twin = {b.gpu: b.key for b in bins if b.kind == "imaginary"}
-    reward = sum(wt.reward * instance.workload(w).weight * m.x[w, b] for w, b in pairs if w not in is_movable)
+    reward = sum(wt.reward * instance.workload(w).weight * m.accept[w] for w in new)
     gpu_cost = sum(wt.gpu * host_weight(by_key[k].gpu) * m.y[k] for k in m.y if k in by_key) + sum(
         wt.gpu * host_weight(g) * m.y[g] for g in used_gpus
     )
     repartition = sum(wt.repartition * m.y[b.key] for b in bins if b.kind == "imaginary")
-    migration = 0.0
-    for w in movable:
-        wl = instance.workload(w)
-        home = twin.get(wl.placement.gpu)  # type: ignore[union-attr]
-        kept = m.stay[w] + (m.x[w, home] if home is not None and (w, home) in m.x else 0)
-        migration += wt.migration * wl.migration_weight * (size[w] - kept)
+    # a move onto the own GPU's twin is not a migration (Assumption 2)
+    migration = sum(wt.migration * instance.workload(w).migration_weight * leaving[w] for w in movable)
     waste = sum(wt.waste * (m.U[k] + m.V[k]) for k in keys)
     m.profit = pyo.Objective(expr=reward - gpu_cost - repartition - migration - waste, sense=pyo.maximize)
     stats = {
@@ -320,4 +534,17 @@ def build_wpm(instance: Instance, use_case: str = "joint", weights: WpmWeights |
         "bins": len(bins),
         "pairs": len(pairs),
     }
-    return WpmModel(instance, use_case, wt, m, bins, pairs, movable, new, classes, fixed, stats)
+    return WpmModel(
+        instance,
+        use_case,
+        wt,
+        m,
+        bins,
+        pairs,
+        movable,
+        new,
+        classes,
+        {k: tuple(v) for k, v in kinds.items()},
+        fixed,
+        stats,
+    )
