@@ -404,7 +404,11 @@ class _Run:
         if termination is Termination.INFEASIBLE and self.placed is None:
             self.infeasible = True
         unchecked = name == "weighted" or result.objective is None or value is None
-        if proven and not unchecked and abs(result.objective - value) > 1e-6 * max(1.0, abs(value)):
+        if (
+            proven
+            and not unchecked
+            and abs(float(result.objective) - float(value or 0)) > 1e-6 * max(1.0, abs(value or 0))
+        ):
             # the decoded placement is not the model's optimum: claim nothing (never seen in tests)
             proven, termination = False, Termination.ERROR
             self.notes.append(f"{name}: the model's optimum {result.objective:g} decoded to {value:g}")

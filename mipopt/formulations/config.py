@@ -39,21 +39,12 @@ import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
 from mipopt.instance import Instance, Workload
-from mipopt.preprocess import fixed_ids, fixed_states, host_classes, placement_key
+from mipopt.preprocess import Shape, fixed_ids, fixed_states, host_classes, movable_shapes, placement_key
 from mipopt.preprocess.indexing import index_keeping, maximal_multisets
 
 Mode = Literal["aggregate", "restricted", "detailed"]
 MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed")
 Vector = tuple[int, ...]
-
-
-@dataclass
-class _Shape:
-    """Movable workloads with one placement key (profile per model, cpu, ram)."""
-
-    example: Workload
-    new: dict[float, list[str]] = field(default_factory=dict)  # weight -> new workload ids
-    running: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -92,7 +83,7 @@ class ConfigModel:
     instance: Instance
     mode: Mode
     model: pyo.ConcreteModel
-    shapes: list[_Shape]
+    shapes: list[Shape]
     units: list[_Unit]
     items: list[tuple[int, str, str]]
     stays: list[tuple[int, tuple[str, ...]]]
@@ -258,12 +249,12 @@ class ConfigModel:
             fixed_by_gpu[gpu_id][wid] = (p, start)
         for gpu_id, items in content.items():
             model = inst.gpu(gpu_id).model
-            home = {
+            own_starts = {
                 wid: w.placement.start
                 for wid, _ in items
                 if (w := inst.workload(wid)).placement is not None and w.placement.gpu == gpu_id
             }
-            starts = index_keeping(model, fixed_by_gpu.get(gpu_id), items, home)
+            starts = index_keeping(model, fixed_by_gpu.get(gpu_id), items, own_starts)
             assert starts is not None, f"{gpu_id}: a configuration's content did not index"
             for wid, s in starts.items():
                 placed[wid] = (gpu_id, s)
@@ -307,11 +298,7 @@ class ConfigModel:
         inst, m = self.instance, self.model
         placed = self._symmetric(placed)
         values: dict[str, float] = {}
-        shape_of = {
-            w: c
-            for c, s in enumerate(self.shapes)
-            for w in (*s.running, *(x for ws in s.new.values() for x in ws))
-        }
+        shape_of = {w: c for c, s in enumerate(self.shapes) for w in s.members()}
         stays_on = {w for _, members in self.stays for w in members}
         on_gpu: dict[str, list[str]] = defaultdict(list)
         for wid, (gpu_id, _) in placed.items():
@@ -433,24 +420,13 @@ def build_config(
     states = {s.gpu: s for s in fixed_states(instance, ids)}
     m = pyo.ConcreteModel(name=f"grmu-config[{mode}][{instance.name}]")
 
-    shapes: list[_Shape] = []
-    index: dict[object, int] = {}
-    for w in instance.workloads:
-        if w.id in ids:
-            continue
-        c = index.setdefault(placement_key(instance, w), len(shapes))
-        if c == len(shapes):
-            shapes.append(_Shape(w))
-        if w.running:
-            shapes[c].running.append(w.id)
-        else:
-            shapes[c].new.setdefault(w.weight, []).append(w.id)
+    shapes, index = movable_shapes(instance, ids)
     profiles = used_profiles(instance, [s.example for s in shapes])
     profile_of = {
-        (c, name): model.profiles.index(p)
+        (c, name): model.profiles.index(prof)
         for c, s in enumerate(shapes)
         for name, model in instance.models.items()
-        if (p := instance.profile_on(s.example, model)) is not None
+        if (prof := instance.profile_on(s.example, model)) is not None
     }
     movable_on: dict[str, list[Workload]] = defaultdict(list)
     for s in shapes:
@@ -461,7 +437,7 @@ def build_config(
 
     # units: named GPUs (detailed, movable running workloads) or counted groups
     units: list[_Unit] = []
-    groups: dict[tuple[object, ...], list[str]] = defaultdict(list)
+    groups: dict[tuple[str, str, int, tuple[int, ...], bool, Vector], list[str]] = defaultdict(list)
     shut = set(closed)
     for g in instance.gpus:
         if g.id in shut:
@@ -478,18 +454,17 @@ def build_config(
             units.append(_Unit(g.host, g.model, (g.id,), configs, tuple(held), bool(st.workloads), True))
             continue
         groups[g.host, g.model.name, st.mask, st.counts, st.media_used, tuple(held)].append(g.id)
-    for (host, _, _, _, _, held), members in groups.items():
-        g = instance.gpu(members[0])
-        st = states[g.id]
-        own = profiles[g.model.name] | {p for p, n in enumerate(held) if n}
+    for (host, _, _, _, _, required), members in groups.items():
+        first = instance.gpu(members[0])
+        state = states[first.id]
+        own = profiles[first.model.name] | {p for p, n in enumerate(required) if n}
         configs = tuple(
             c
-            for c in maximal_multisets(g.model, st, own)
-            if all(a >= b for a, b in zip(c, held, strict=True))
+            for c in maximal_multisets(first.model, state, own)
+            if all(a >= b for a, b in zip(c, required, strict=True))
         )
-        units.append(
-            _Unit(host, g.model, tuple(members), configs, held, bool(st.workloads) or any(held), False)
-        )
+        forced = bool(state.workloads) or any(required)
+        units.append(_Unit(str(host), first.model, tuple(members), configs, required, forced, False))
 
     m.N = pyo.Var(
         [(k, c) for k, u in enumerate(units) for c in range(len(u.configs))],
@@ -552,12 +527,12 @@ def build_config(
     stays_of_shape: dict[int, list[int]] = defaultdict(list)
     stays_at: dict[str, list[int]] = defaultdict(list)
     shape_index = {w: c for c, s in enumerate(shapes) for w in s.running}
-    for k, (u, ms) in enumerate(stays):
+    for k, (ui, ms) in enumerate(stays):
         stays_of_shape[shape_index[ms[0]]].append(k)
-        stays_at[units[u].host].append(k)
+        stays_at[units[ui].host].append(k)
     held_at: dict[str, list[Workload]] = defaultdict(list)
-    for w, (g, _) in fixed_at.items():
-        held_at[instance.gpu(g).host].append(instance.workload(w))
+    for wid, (gid, _) in fixed_at.items():
+        held_at[instance.gpu(gid).host].append(instance.workload(wid))
     for c in range(len(shapes)):
         accepted = sum(m.A[k] for k, (cc, _) in enumerate(accept) if cc == c)
         if mode == "detailed":
@@ -581,20 +556,20 @@ def build_config(
     for k, (c, host, name) in enumerate(items):
         demand[host, name, profile_of[c, name]].append(m.X[k])
     stays_by_unit: dict[int, list[int]] = defaultdict(list)
-    for k, (u, _) in enumerate(stays):
-        stays_by_unit[u].append(k)
-    for u, ks in stays_by_unit.items():
-        unit = units[u]
+    for k, (ui, _) in enumerate(stays):
+        stays_by_unit[ui].append(k)
+    for ui, ks in stays_by_unit.items():
+        unit = units[ui]
         per_profile: dict[int, list[int]] = defaultdict(list)
         for k in ks:
-            p = unit.model.index(instance.workload(stays[k][1][0]).profile)
-            assert p is not None
-            per_profile[p].append(k)
-            demand[unit.host, unit.model.name, p].append(m.K[k])
-        for p, kk in per_profile.items():
+            pi = unit.model.index(instance.workload(stays[k][1][0]).profile)
+            assert pi is not None
+            per_profile[pi].append(k)
+            demand[unit.host, unit.model.name, pi].append(m.K[k])
+        for pi, kk in per_profile.items():
             m.stay_spots.add(
                 sum(m.K[k] for k in kk)
-                <= sum(cfg[p] * m.N[u, c] for c, cfg in enumerate(unit.configs) if cfg[p])
+                <= sum(cfg[pi] * m.N[ui, c] for c, cfg in enumerate(unit.configs) if cfg[pi])
             )
     for key, terms in demand.items():
         m.spots.add(sum(terms) <= sum(offer.get(key, [])))  # type: ignore[arg-type]
@@ -607,22 +582,25 @@ def build_config(
             if cap is None:
                 continue
             held_amount = sum(getattr(w, attr) for w in held_at[h.id])
-            terms = [(getattr(shapes[items[k][0]].example, attr), m.X[k]) for k in items_at[h.id]]
-            terms += [(getattr(instance.workload(stays[k][1][0]), attr), m.K[k]) for k in stays_at[h.id]]
             if mode == "restricted":
-                held_amount += sum(getattr(w, attr) for g in h.gpus for w in movable_on[g])
-            terms = [(a, v) for a, v in terms if a > 0]
-            if terms:
-                cons.add(sum(a * v for a, v in terms) <= cap - held_amount)
+                held_amount += sum(getattr(w, attr) for gid in h.gpus for w in movable_on[gid])
+            need: list[tuple[float, pyo.Var]] = [
+                (getattr(shapes[items[k][0]].example, attr), m.X[k]) for k in items_at[h.id]
+            ]
+            need += [(getattr(instance.workload(stays[k][1][0]), attr), m.K[k]) for k in stays_at[h.id]]
+            need = [(a, v) for a, v in need if a > 0]
+            if need:
+                cons.add(sum(a * v for a, v in need) <= cap - held_amount)
 
     # Eq. 5: leavers landing on their own host cost 2 delta, elsewhere 4 delta
     z_keys: list[tuple[int, float, str]] = []
     leavers_of: dict[tuple[int, float, str], list[int]] = defaultdict(list)
     if mode == "detailed":
-        for k, (u, ms) in enumerate(stays):
-            w = instance.workload(ms[0])
-            c = index[placement_key(instance, w)]
-            leavers_of[c, w.migration_weight, units[u].host].append(k)
+        for k, (ui, ms) in enumerate(stays):
+            first_w = instance.workload(ms[0])
+            leavers_of[
+                index[placement_key(instance, first_w)], first_w.migration_weight, units[ui].host
+            ].append(k)
         hosts_of_shape = {(c, host) for c, host, _ in items}
         z_keys = [key for key in leavers_of if key[1] > 0 and (key[0], key[2]) in hosts_of_shape]
     m.Z = pyo.Var(
@@ -633,11 +611,11 @@ def build_config(
     m.eq5_same_host_leavers = pyo.ConstraintList()
     m.eq5_same_host_slots = pyo.ConstraintList()
     by_shape_host: dict[tuple[int, str], list[tuple[int, float, str]]] = defaultdict(list)
-    for key in z_keys:
-        m.eq5_same_host_leavers.add(m.Z[key] <= sum(len(stays[k][1]) - m.K[k] for k in leavers_of[key]))
-        by_shape_host[key[0], key[2]].append(key)
-    for (c, host), keys in by_shape_host.items():
-        m.eq5_same_host_slots.add(sum(m.Z[key] for key in keys) <= sum(m.X[k] for k in items_on[c, host]))
+    for zk in z_keys:
+        m.eq5_same_host_leavers.add(m.Z[zk] <= sum(len(stays[k][1]) - m.K[k] for k in leavers_of[zk]))
+        by_shape_host[zk[0], zk[2]].append(zk)
+    for (c, host), zks in by_shape_host.items():
+        m.eq5_same_host_slots.add(sum(m.Z[zk] for zk in zks) <= sum(m.X[k] for k in items_on[c, host]))
 
     # identical empty hosts: used in order, the most active GPUs first (a placement is permuted
     # to this order by ConfigModel.warm_start)

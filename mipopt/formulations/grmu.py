@@ -29,7 +29,7 @@ import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
 from mipopt.instance import Instance, Workload
-from mipopt.preprocess import fixed_ids, gpu_classes, open_placements, placement_key
+from mipopt.preprocess import Shape, fixed_ids, gpu_classes, movable_shapes, open_placements
 
 OBJECTIVES = ("acceptance", "hardware", "migrations", "intra_moves")
 SENSE = {
@@ -38,18 +38,6 @@ SENSE = {
     "migrations": pyo.minimize,
     "intra_moves": pyo.minimize,
 }
-
-
-@dataclass
-class _Shape:
-    """Movable workloads with one placement key: where they may go and what they take of a host."""
-
-    example: Workload
-    new: dict[float, list[str]] = field(default_factory=dict)  # weight -> new workload ids
-    running: list[str] = field(default_factory=list)
-
-    def members(self) -> list[str]:
-        return [*self.running, *(w for ws in self.new.values() for w in ws)]
 
 
 @dataclass
@@ -72,7 +60,7 @@ class GrmuModel:
 
     instance: Instance
     model: pyo.ConcreteModel
-    shapes: list[_Shape]
+    shapes: list[Shape]
     pool: list[tuple[int, str, int]]
     stays: list[tuple[str, int]]
     accept: list[tuple[int, tuple[str, ...]]]
@@ -232,19 +220,7 @@ def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuMo
     gpus = open_placements(instance, ids)
     m = pyo.ConcreteModel(name=f"grmu[{instance.name}]")
 
-    # shapes of the movable workloads, in order of first appearance
-    shapes: list[_Shape] = []
-    index: dict[object, int] = {}
-    for w in instance.workloads:
-        if w.id in ids:
-            continue
-        c = index.setdefault(placement_key(instance, w), len(shapes))
-        if c == len(shapes):
-            shapes.append(_Shape(w))
-        if w.running:
-            shapes[c].running.append(w.id)
-        else:
-            shapes[c].new.setdefault(w.weight, []).append(w.id)
+    shapes, _ = movable_shapes(instance, ids)  # in order of first appearance
 
     # X: pool slots (shape, GPU, start); S: a running workload at a start of its own GPU
     pool: list[tuple[int, str, int]] = []

@@ -31,7 +31,7 @@ every empty host) is in exactly one class.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from mipopt.instance import Instance, Workload
@@ -39,6 +39,7 @@ from mipopt.instance import Instance, Workload
 __all__ = [
     "GpuClass",
     "HostClass",
+    "Shape",
     "WorkloadClass",
     "gpu_classes",
     "host_classes",
@@ -106,6 +107,37 @@ def placement_key(instance: Instance, workload: Workload) -> Hashable:
         for m in sorted(instance.models.values(), key=lambda m: m.name)
     )
     return (where, workload.cpu, workload.ram_gb)
+
+
+@dataclass
+class Shape:
+    """Movable workloads (running or new) with one :func:`placement_key`: where they may go and
+    what they take of a host. ``example`` represents them; new ones are split by weight."""
+
+    example: Workload
+    new: dict[float, list[str]] = field(default_factory=dict)  # weight -> new workload ids
+    running: list[str] = field(default_factory=list)
+
+    def members(self) -> list[str]:
+        return [*self.running, *(w for ws in self.new.values() for w in ws)]
+
+
+def movable_shapes(instance: Instance, fixed: Iterable[str]) -> tuple[list[Shape], dict[Hashable, int]]:
+    """The shapes of the workloads not in ``fixed``, in order of first appearance, and their index by key."""
+    held = set(fixed)
+    shapes: list[Shape] = []
+    index: dict[Hashable, int] = {}
+    for w in instance.workloads:
+        if w.id in held:
+            continue
+        c = index.setdefault(placement_key(instance, w), len(shapes))
+        if c == len(shapes):
+            shapes.append(Shape(w))
+        if w.running:
+            shapes[c].running.append(w.id)
+        else:
+            shapes[c].new.setdefault(w.weight, []).append(w.id)
+    return shapes, index
 
 
 def workload_classes(instance: Instance) -> tuple[WorkloadClass, ...]:

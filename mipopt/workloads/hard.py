@@ -14,25 +14,15 @@ migrations stage has to prove optimal over a great many near-equivalent answers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.workloads.layout import host_layout
+from mipopt.workloads.layout import GpuFill, host_layout
 
 __all__ = ["hard_instance"]
-
-
-@dataclass
-class _GpuState:
-    """One GPU being filled: occupied slots, instances per profile, the +me holder."""
-
-    mask: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    media_used: bool = False
 
 
 def hard_instance(
@@ -179,7 +169,7 @@ def hard_instance(
         model = model_of[hid]
         tables = tables_for(model)
         for gid in gids:
-            state = _GpuState()
+            state = GpuFill()
             left = int(rng.integers(1, max(model.compute_slices - 1, 1) + 1))
             while True:
                 c_rate, r_rate, delta = draw_rates()

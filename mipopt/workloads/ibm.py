@@ -13,7 +13,6 @@ randomly generated from the profiles listed in Table 1"; and new workloads whose
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -21,19 +20,10 @@ import numpy as np
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.workloads.layout import host_layout
+from mipopt.workloads.layout import GpuFill, host_layout
 
 LoadBasis = Literal["cluster", "free"]
 Weights = Literal["size", "unit"]
-
-
-@dataclass
-class _GpuState:
-    """One GPU being filled: occupied slots, instances per profile, the +me holder."""
-
-    mask: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    media_used: bool = False
 
 
 def ibm_instance(
@@ -185,7 +175,7 @@ def ibm_instance(
     for g in used:
         gid = gpu_ids[g]
         hid = host_of[gid]
-        state = _GpuState()
+        state = GpuFill()
         left = int(rng.integers(1, gpu_model.compute_slices + 1))
         while True:
             fits = [

@@ -1,10 +1,20 @@
-"""Host and GPU ids of a generated cluster: one naming for every generator."""
+"""Host and GPU ids of a generated cluster, and a GPU being filled: shared by every generator."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
-__all__ = ["host_layout"]
+__all__ = ["GpuFill", "host_layout"]
+
+
+@dataclass
+class GpuFill:
+    """One GPU being filled by a generator: occupied slots, instances per profile, the +me holder."""
+
+    mask: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    media_used: bool = False
 
 
 def host_layout(gpus: int, gpus_per_host: int) -> list[tuple[str, list[str]]]:
