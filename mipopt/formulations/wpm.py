@@ -23,7 +23,7 @@ import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
 from mipopt.errors import InstanceError
-from mipopt.instance import Instance, Workload
+from mipopt.instance import Host, Instance, Workload
 from mipopt.preprocess import gpu_partitions, placement_key, running_classes, workload_classes
 
 USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
@@ -266,6 +266,46 @@ class WpmModel:
         return round(var[rep].value or 0) if rep in var else 0
 
 
+def _host_gpus(
+    m: pyo.ConcreteModel,
+    instance: Instance,
+    host: Host,
+    ts: list[tuple[pyo.Var, Workload]],
+    attr: str,
+    room: float,
+    on: pyo.Expression,
+    fixed: Mapping[str, tuple[str, int]],
+) -> None:
+    """A host whose cpu (ram) caps its compute slices (memory slots) at K needs ceil(K / C) GPUs for K.
+
+    With C slices (slots) per GPU and K = q C + r, 0 < r < C, the host holds at most
+    ``q C + r (on - q)`` of them when ``on`` of its GPUs are on: at most K, and at most
+    C per GPU when fewer than q + 1 are on (a mixed-integer rounding of the host row
+    and the GPUs' capacities, which the LP misses: 50 slices on 7.14 GPUs). Written
+    for hosts of one GPU model whose workloads all need some of the resource.
+    """
+    models = {instance.gpu(g).model for g in host.gpus}
+    if len(models) != 1:
+        return
+    model = models.pop()
+    per_gpu = model.compute_slices if attr == "cpu" else model.slots
+
+    def size(wl: Workload) -> int:
+        p = instance.profile_on(wl, model)
+        assert p is not None
+        return p.compute if attr == "cpu" else p.memory_slots
+
+    ratios = [getattr(wl, attr) / size(wl) for _, wl in ts]
+    if min(ratios) <= 0:
+        return
+    held = sum(size(instance.workload(w)) for w, (g, _) in fixed.items() if g in host.gpus)
+    most = held + math.floor(room / min(ratios) + 1e-9)
+    q, r = divmod(most, per_gpu)
+    if r == 0 or q >= len(host.gpus):
+        return
+    m.host_gpus.add(held + sum(size(wl) * v for v, wl in ts) <= per_gpu * q + r * (on - q))
+
+
 def _round_down(room: float, demands: list[float]) -> float:
     """``room`` down to a multiple of the demands' greatest common divisor, when they are integers.
 
@@ -503,6 +543,15 @@ def build_wpm(
                 m.profile_max.add(sum(vs) <= left)
     m.host_cpu = pyo.ConstraintList()
     m.host_ram = pyo.ConstraintList()
+    m.host_gpus = pyo.ConstraintList()
+    free_bin = {b.gpu: b.key for b in bins if b.kind == "free"}
+
+    def on_host(host: str) -> pyo.Expression:  # how many of the host's GPUs are on
+        gpus = instance.host(host).gpus
+        return sum(m.y[free_bin[g]] for g in gpus if g in free_bin) + sum(
+            m.y[g] + (m.y[twin[g]] if g in twin else 0) for g in gpus if g in busy
+        )
+
     for h in instance.hosts:
         ts = [t for g in h.gpus for t in terms.get(g, [])]
         for cap, attr, cons in ((h.cpu, "cpu", m.host_cpu), (h.ram_gb, "ram_gb", m.host_ram)):
@@ -514,6 +563,8 @@ def build_wpm(
                 if tight:  # integer counts: the room rounds down to a multiple of the demands' gcd
                     room = _round_down(room, [getattr(wl, attr) for _, wl in ts])
                 cons.add(sum(getattr(wl, attr) * v for v, wl in ts) <= room)
+                if tight:
+                    _host_gpus(m, instance, h, ts, attr, float(cap - held), on_host(h.id), fixed)
 
     # 2a
     def host_weight(gpu_id: str) -> float:
