@@ -11,6 +11,13 @@ Objective modes (``--objective``):
 Objective names: ``acceptance`` (maximized), ``hardware``, ``migrations`` and
 ``intra_moves`` (minimized). Proof is the default: the relative MIP gap is 0
 unless the caller sets one.
+
+How a solve runs (``models/grmu.md``, section Staged proofs): the best of the fast
+heuristics seeds it; each stage runs on the model variant that serves it best (the
+configuration model's aggregated, restricted or detailed variant, or the one slot or
+paper model); one deadline covers the whole call; every stage is reported in its own
+units (:class:`~mipopt.instance.StageResult`); a stage that does not finish ends the
+run with the best placement known, never a worse one than the warm start.
 """
 
 from __future__ import annotations

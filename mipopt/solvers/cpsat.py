@@ -119,6 +119,12 @@ class CpSatBackend:
             variables = [builder.var_from_index(i) for i in range(len(form.columns))]
             form.load(np.asarray(solver.values(variables), dtype=float))
             value = float(pyo.value(form.objective))
+        elif status == mb.SolveStatus.NOT_SOLVED and (x := feasible_start(form, x0)) is not None:
+            # stopped before CP-SAT reported a solution (hints are not reported as one): a
+            # feasible warm start is still the incumbent
+            form.load(x)
+            value = float(pyo.value(form.objective))
+            has_solution = True
         bound = (
             _number(solver.best_objective_bound)
             if has_solution or status == mb.SolveStatus.NOT_SOLVED
