@@ -54,8 +54,15 @@ STARTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def best_start(built: WpmModel) -> tuple[str, dict[str, float] | None, float]:
+def best_start(built: WpmModel, until: float | None = None) -> tuple[str, dict[str, float] | None, float]:
     """The best of :data:`STARTS` for ``built``'s use case, as WPM variable values.
+
+    Parameters
+    ----------
+    built
+        The built model.
+    until
+        ``time.perf_counter()`` after which no further placement is tried; None for all.
 
     Returns
     -------
@@ -75,6 +82,8 @@ def best_start(built: WpmModel) -> tuple[str, dict[str, float] | None, float]:
     repn = generate_standard_repn(built.model.profit.expr)
     best: tuple[str, dict[str, float] | None, float] = ("none", None, -math.inf)
     for name in STARTS[built.use_case]:
+        if until is not None and time.perf_counter() > until:
+            break
         placed = inst.current_placement() if name == "current" else heuristics[name](inst).placed()
         start = built.warm_start(placed)
         if start is None:
@@ -126,10 +135,12 @@ def solve_wpm(
     method = f"wpm:{use_case} / {solver}"
     notes: list[str] = []
     if warm_start and options.warm_start is None and backend.capabilities.supports_warm_start:
-        name, start, profit = best_start(built)
+        # the placements' time counts in the limit: at most a fifth of it goes to them
+        until = None if options.time_limit_s is None else t0 + options.time_limit_s / 5
+        name, start, profit = best_start(built, until)
         if start is not None:
             options = replace(options, warm_start=start)
-            notes.append(f"start {name} (profit {profit:g})")
+            notes.append(f"start {name} (profit {profit:.10g})")
     for attempt in range(max_repairs + 1):
         remaining = (
             None
@@ -147,7 +158,7 @@ def solve_wpm(
             )
         contents = gpu_contents(built)
         placed, report = index_solution(instance, contents, fixed=built.fixed)
-        notes.append(f"profit {result.objective:g} ({result.termination.value})")
+        notes.append(f"profit {result.objective:.10g} ({result.termination.value})")
         if report.ok or attempt == max_repairs or result.termination is not Termination.OPTIMAL:
             break
         for g in report.failed:

@@ -288,3 +288,31 @@ def test_host_rows_are_rounded_to_the_demands_gcd() -> None:
     assert rows and all(pyo.value(c.upper) % 4 == 0 for c in rows)
     loose = build_wpm(inst, "joint", tight=False)
     assert any(pyo.value(c.upper) % 4 for c in loose.model.host_cpu.values())
+
+
+def _lp_bound(built: WpmModel) -> float:
+    """The LP relaxation's optimum of a built model."""
+    m = built.model.clone()
+    for v in m.component_data_objects(pyo.Var):
+        v.domain = pyo.UnitInterval if v.domain is pyo.Binary else pyo.NonNegativeReals
+    result = get_backend("highs").solve(m, SolverOptions())
+    assert result.objective is not None
+    return result.objective
+
+
+def test_a_host_that_holds_more_than_one_gpu_of_slices_needs_two_gpus_in_the_lp() -> None:
+    # 40 cpu at 4 cpu per compute slice: the host holds 10 slices, more than one A100 (7).
+    # All three workloads fit (two GPUs, 2,800 = 3 x 1,000 - 2 x 100); by volume the LP would
+    # turn on 10/7 GPUs, the host_gpus row (slices <= 7 + 3 (on - 1)) asks for two.
+    b = InstanceBuilder("host-gpus")
+    b.add_host("h", gpus={"g0": "A100-80GB", "g1": "A100-80GB"}, cpu=40)
+    for i, profile in enumerate(("4g.40gb", "4g.40gb", "2g.20gb")):
+        b.add_workload(f"n{i}", profile, cpu=4 * (2 if profile == "2g.20gb" else 4))
+    inst = b.build()
+    tight, loose = build_wpm(inst, "initial"), build_wpm(inst, "initial", tight=False)
+    assert (len(tight.model.host_gpus), len(loose.model.host_gpus)) == (1, 0)
+    assert _lp_bound(tight) == pytest.approx(2800)
+    assert _lp_bound(loose) > 2850
+    sol = solve_wpm(inst, use_case="initial")
+    assert sol.termination is Termination.OPTIMAL and sol.bound == pytest.approx(2800)
+    assert len(sol.placed()) == 3

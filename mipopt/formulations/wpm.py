@@ -527,11 +527,20 @@ def build_wpm(
         held_counts[g, p] += 1
         if model.profiles[p].media_extension:
             held_media.add(g)
+    free_bin = {b.gpu: b.key for b in bins if b.kind == "free"}
+
+    def on_gpu(g: str) -> pyo.Expression:  # 1 when the physical GPU is on (kept, repartitioned or free)
+        if g in busy:
+            return m.y[g] + (m.y[twin[g]] if g in twin else 0)
+        return m.y[free_bin[g]]
+
     for g, ts in terms.items():
         model = instance.gpu(g).model
+        # tight: a GPU that is off holds none (the LP counted one +me per bin of a GPU at y < 1)
+        on = on_gpu(g) if tight else 1
         media = [v for v, wl in ts if model.profiles[_profile(instance, wl, model) or 0].media_extension]
-        if media and (most(media) > 1 or g in held_media):
-            m.media_once.add(sum(media) <= (0 if g in held_media else 1))
+        if media and (most(media) > 1 or g in held_media or tight):
+            m.media_once.add(sum(media) <= (0 if g in held_media else on))
         per_profile: dict[int, list[pyo.Var]] = defaultdict(list)
         for v, wl in ts:
             p = _profile(instance, wl, model)
@@ -540,17 +549,13 @@ def build_wpm(
         for p, vs in per_profile.items():
             left = model.profiles[p].max_instances - held_counts[g, p]
             if most(vs) > left:
-                m.profile_max.add(sum(vs) <= left)
+                m.profile_max.add(sum(vs) <= left * on)
     m.host_cpu = pyo.ConstraintList()
     m.host_ram = pyo.ConstraintList()
     m.host_gpus = pyo.ConstraintList()
-    free_bin = {b.gpu: b.key for b in bins if b.kind == "free"}
 
     def on_host(host: str) -> pyo.Expression:  # how many of the host's GPUs are on
-        gpus = instance.host(host).gpus
-        return sum(m.y[free_bin[g]] for g in gpus if g in free_bin) + sum(
-            m.y[g] + (m.y[twin[g]] if g in twin else 0) for g in gpus if g in busy
-        )
+        return sum(on_gpu(g) for g in instance.host(host).gpus if g in busy or g in free_bin)
 
     for h in instance.hosts:
         ts = [t for g in h.gpus for t in terms.get(g, [])]
