@@ -184,7 +184,11 @@ def test_time_limited_solve_returns_its_best_placement_and_says_so() -> None:
     # never worse than the first heuristic of the warm start, in the objective's order
     start = verify(inst, first_fit(inst)).objectives
     got = report.objectives
-    assert (-got.acceptance, got.hardware, got.migrations) <= (-start.acceptance, start.hardware, start.migrations)
+    assert (-got.acceptance, got.hardware, got.migrations) <= (
+        -start.acceptance,
+        start.hardware,
+        start.migrations,
+    )
 
 
 def test_cli_solves_with_every_batch_heuristic_and_policy(capsys: pytest.CaptureFixture[str]) -> None:
