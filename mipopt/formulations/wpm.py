@@ -9,6 +9,12 @@ and memory slots M_g; a free partition q of a partly used GPU (WPM Alg. 1,
 :func:`mipopt.preprocess.gpu_partitions` around *all* its running workloads, as the
 paper does) offers its own C_q and M_q. Memory is counted in memory slots, the paper's
 ``m_w / S_g`` (S_g = 10 GB on A100-80GB).
+
+Workloads are counted, not named: ``x[k, b]`` is how many of kind (shape) k arrive in bin
+b, whichever running class or queue they come from; running classes say how many stay
+and how many go home to their GPU's twin. With ``tight`` (the default) rows that cut off
+no integer point shrink the LP relaxation; they are what proves the 80-GPU cases
+(``benchmarks/README.md``, WPM section).
 """
 
 from __future__ import annotations
@@ -330,7 +336,6 @@ def build_wpm(
     weights: WpmWeights | None = None,
     *,
     tight: bool = True,
-    configs: bool = False,
 ) -> WpmModel:
     """Build WPM for one use case.
 
@@ -338,6 +343,24 @@ def build_wpm(
     ``compaction``: running workloads only, moved into partitions of other used GPUs (no
     free GPU is opened) so that GPUs empty out; ``reconfiguration``: running workloads only,
     onto free and imaginary GPUs; ``joint``: everything may move. Pinned workloads never move.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    use_case
+        One of :data:`USE_CASES`.
+    weights
+        Rewards and costs of Eq. 2a; default :class:`WpmWeights`.
+    tight
+        Add the rows that cut off no integer point but shrink the LP relaxation (linking
+        rows, host rows rounded to the demands' gcd, ``host_gpus``, ``+me`` and per-profile
+        rows scaled by the GPU's on-state; ``models/wpm.md``). False keeps the paper's rows
+        and the hardware rows as written before, for comparison.
+
+    Returns
+    -------
+    WpmModel
 
     Raises
     ------
