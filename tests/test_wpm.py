@@ -213,7 +213,7 @@ def test_the_optimal_profit_is_kept(name: str, use_case: str, tight: bool) -> No
 @pytest.mark.parametrize(("name", "use_case"), sorted(PROFIT))
 def test_solve_wpm_proves_the_optimum_from_its_start(name: str, use_case: str) -> None:
     inst = _profit_case(name, use_case)
-    sol = solve_wpm(inst, use_case=use_case)
+    sol = solve_wpm(inst, use_case=use_case, warm_start=True)
     assert verify(inst, sol).valid
     assert sol.termination is Termination.OPTIMAL
     assert sol.bound == pytest.approx(PROFIT[name, use_case], abs=1e-6)
