@@ -195,3 +195,17 @@ def write_alibaba_csvs(
             [name, 4000, 8192, n, milli, "", "LS", "Running", t0, t1, t0] for name, n, milli, t0, t1 in pods
         )
     return root
+
+
+def proven_triple(inst: Instance, model: str, solver: str = "highs") -> tuple[float, float, float]:
+    """The lexicographic optimum (acceptance, hardware, migrations) of ``model``, proven and verified."""
+    from mipopt.exact import solve_exact
+    from mipopt.instance import Status, Termination
+    from mipopt.verify import verify
+
+    sol = solve_exact(inst, model=model, solver=solver)
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert (sol.termination, sol.status) == (Termination.OPTIMAL, Status.OPTIMAL), sol.message
+    o = report.objectives
+    return (o.acceptance, o.hardware, o.migrations)

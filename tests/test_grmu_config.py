@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
-from factories import instances
+from factories import instances, proven_triple
 from hypothesis import HealthCheck, given, settings
 
 from mipopt.catalog import get_model
@@ -22,15 +22,6 @@ from mipopt.workloads import ibm_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
-
-
-def triple(inst: Instance, model: str, solver: str = "highs") -> tuple[float, float, float]:
-    sol = solve_exact(inst, model=model, solver=solver)
-    report = verify(inst, sol)
-    assert report.valid, report.violations
-    assert (sol.termination, sol.status) == (Termination.OPTIMAL, Status.OPTIMAL), sol.message
-    o = report.objectives
-    return (o.acceptance, o.hardware, o.migrations)
 
 
 def test_maximal_multisets_of_an_empty_a100() -> None:
@@ -92,7 +83,7 @@ def test_each_variant_decodes_to_a_verified_placement(mode: str) -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_committed_instances_equal_optima_configuration_and_slots(path: Path, solver: str) -> None:
     inst = load_instance(path)
-    assert triple(inst, "grmu", solver) == triple(inst, "grmu-slots", solver)
+    assert proven_triple(inst, "grmu", solver) == proven_triple(inst, "grmu-slots", solver)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -100,21 +91,21 @@ def test_committed_instances_equal_optima_configuration_and_paper(path: Path) ->
     inst = load_instance(path)
     if len(inst.gpus) > 4:
         pytest.skip("the paper form's ordering binaries grow too fast beyond four GPUs")
-    assert triple(inst, "grmu") == triple(inst, "grmu-paper")
+    assert proven_triple(inst, "grmu") == proven_triple(inst, "grmu-paper")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(max_hosts=3, max_gpus=3, max_running_per_gpu=3, max_new=6))
 def test_random_instances_equal_optima_configuration_and_slots(inst: Instance) -> None:
-    assert triple(inst, "grmu") == triple(inst, "grmu-slots")
+    assert proven_triple(inst, "grmu") == proven_triple(inst, "grmu-slots")
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(max_hosts=2, max_gpus=2, max_running_per_gpu=2, max_new=4))
 def test_random_instances_equal_optima_on_cpsat_and_paper(inst: Instance) -> None:
-    want = triple(inst, "grmu")
-    assert triple(inst, "grmu", "cpsat") == want
-    assert triple(inst, "grmu-paper") == want
+    want = proven_triple(inst, "grmu")
+    assert proven_triple(inst, "grmu", "cpsat") == want
+    assert proven_triple(inst, "grmu-paper") == want
 
 
 @pytest.mark.parametrize("use_case", ["initial", "compaction", "reconfiguration"])

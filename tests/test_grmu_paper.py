@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
-from factories import instances
+from factories import instances, proven_triple
 from hypothesis import HealthCheck, given, settings
 from test_exact import OPTIMA
 
@@ -14,25 +14,15 @@ from mipopt.catalog import model_from_dict
 from mipopt.errors import InstanceError
 from mipopt.exact import solve_exact
 from mipopt.formulations.grmu_paper import build_grmu_paper
-from mipopt.instance import Instance, InstanceBuilder, Status, Termination
+from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance, load_solution
 from mipopt.policies import first_fit
 from mipopt.solvers import get_backend
-from mipopt.verify import evaluate, verify
+from mipopt.verify import evaluate
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 # every committed instance: the paper form proves each in under ~2.5 s with HiGHS
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
-
-
-def triple(inst: Instance, model: str, solver: str = "highs") -> tuple[float, float, float]:
-    """Lexicographic optimum (acceptance, hardware, migrations), the solution verified."""
-    sol = solve_exact(inst, model=model, solver=solver)
-    report = verify(inst, sol)
-    assert report.valid, report.violations
-    assert (sol.termination, sol.status) == (Termination.OPTIMAL, Status.OPTIMAL)
-    o = report.objectives
-    return (o.acceptance, o.hardware, o.migrations)
 
 
 def mixed() -> Instance:
@@ -100,8 +90,8 @@ def irregular() -> Instance:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_committed_instances_agree_with_tight_model(path: Path) -> None:
     inst = load_instance(path)
-    paper = triple(inst, "grmu-paper")
-    assert paper == triple(inst, "grmu")
+    paper = proven_triple(inst, "grmu-paper")
+    assert paper == proven_triple(inst, "grmu")
     if path.stem in OPTIMA:
         assert paper == OPTIMA[path.stem]
 
@@ -109,12 +99,12 @@ def test_committed_instances_agree_with_tight_model(path: Path) -> None:
 @pytest.mark.parametrize("name", ["grmu_fig2b", "moves"])
 def test_cpsat_gives_the_same_optimum(name: str) -> None:
     inst = load_instance(INSTANCES / f"{name}.json")
-    assert triple(inst, "grmu-paper", "cpsat") == triple(inst, "grmu-paper", "highs")
+    assert proven_triple(inst, "grmu-paper", "cpsat") == proven_triple(inst, "grmu-paper", "highs")
 
 
 def test_mixed_models_pinned_media_and_capacity() -> None:
     inst = mixed()
-    assert triple(inst, "grmu-paper") == triple(inst, "grmu") == (6.5, 7.0, 0.0)
+    assert proven_triple(inst, "grmu-paper") == proven_triple(inst, "grmu") == (6.5, 7.0, 0.0)
 
 
 def test_big_m_grows_with_beta_shared_across_models() -> None:
@@ -123,7 +113,7 @@ def test_big_m_grows_with_beta_shared_across_models() -> None:
     # 1g.10gb at H100 start 6 has beta = 6; on the A100 (absent, z <= 6 and z not inside
     # the 7g) Eq. 15 needs g beta = 2 x 6 <= B + z, so B = 8 (the slot count) is too small
     assert built.big_m == 12
-    assert triple(inst, "grmu-paper") == triple(inst, "grmu") == (4.0, 3.0, 0.0)
+    assert proven_triple(inst, "grmu-paper") == proven_triple(inst, "grmu") == (4.0, 3.0, 0.0)
 
     small = build_grmu_paper(inst, big_m=8)
     small.model.obj = pyo.Objective(expr=small.expression("acceptance"), sense=pyo.maximize)
@@ -139,7 +129,7 @@ def test_irregular_legal_starts_pick_a_start() -> None:
     # On lab, pair (at 0 or 4) always blocks a 1g start and big's slots 4-7; at most 3 of the 5
     # fit there. Moving pair to the H100 (2 x delta, one more GPU) lets 4 fit: 1g at 1 and 3
     # plus big at 4, or 1g at 1, 3 and 5.
-    assert triple(inst, "grmu-paper") == triple(inst, "grmu") == (4.0, 3.0, 2.0)
+    assert proven_triple(inst, "grmu-paper") == proven_triple(inst, "grmu") == (4.0, 3.0, 2.0)
 
 
 def test_model_is_the_printed_one() -> None:
@@ -196,4 +186,4 @@ def test_eq5_prices_moves_like_the_verifier() -> None:
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(max_hosts=2, max_gpus=2, max_running_per_gpu=2, max_new=3))
 def test_paper_and_tight_agree(inst: Instance) -> None:
-    assert triple(inst, "grmu-paper") == triple(inst, "grmu")
+    assert proven_triple(inst, "grmu-paper") == proven_triple(inst, "grmu")
