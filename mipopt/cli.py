@@ -794,7 +794,9 @@ def build_parser() -> argparse.ArgumentParser:
         "the IBM WPM rule-based heuristics (section 4.2); any online policy of `mipopt simulate` "
         "(mfi, ff, grmu, adapter(ff), ...) placing the new workloads in file order",
     )
-    _solver_arguments(p, time_limit="seconds for the whole command: reading, building, every stage, writing", wpm=True)
+    _solver_arguments(
+        p, time_limit="seconds for the whole command: reading, building, every stage, writing", wpm=True
+    )
     p.add_argument(
         "--use-case",
         choices=["initial", "compaction", "reconfiguration", "joint"],
