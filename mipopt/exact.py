@@ -281,18 +281,9 @@ class _Run:
     # --- the incumbent
 
     def evaluate(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
-        objectives, _ = evaluate(self.work, placed)
+        objectives, metrics = evaluate(self.work, placed)
         values = objectives.to_dict()
-        values["intra_moves"] = float(
-            sum(
-                1
-                for w in self.work.running
-                if w.placement is not None
-                and w.id in placed
-                and placed[w.id][0] == w.placement.gpu
-                and placed[w.id][1] != w.placement.start
-            )
-        )
+        values["intra_moves"] = float(metrics["moves_intra_gpu"])  # start changes on the same GPU
         return values
 
     def allowed(self, values: dict[str, float]) -> bool:

@@ -378,17 +378,6 @@ def _count(var: pyo.Var) -> int:
     return 0 if var.value is None else max(round(var.value), 0)
 
 
-def used_profiles(instance: Instance, shapes: Iterable[Workload]) -> dict[str, set[int]]:
-    """Per GPU model name, the profile indices the given workloads take there."""
-    out: dict[str, set[int]] = {m: set() for m in instance.models}
-    for w in shapes:
-        for name, model in instance.models.items():
-            profile = instance.profile_on(w, model)
-            if profile is not None:
-                out[name].add(model.profiles.index(profile))
-    return out
-
-
 def build_config(
     instance: Instance,
     *,
@@ -421,13 +410,15 @@ def build_config(
     m = pyo.ConcreteModel(name=f"grmu-config[{mode}][{instance.name}]")
 
     shapes, index = movable_shapes(instance, ids)
-    profiles = used_profiles(instance, [s.example for s in shapes])
     profile_of = {
         (c, name): model.profiles.index(prof)
         for c, s in enumerate(shapes)
         for name, model in instance.models.items()
         if (prof := instance.profile_on(s.example, model)) is not None
     }
+    profiles: dict[str, set[int]] = {name: set() for name in instance.models}  # in use, per model
+    for (_, name), index_on_model in profile_of.items():
+        profiles[name].add(index_on_model)
     movable_on: dict[str, list[Workload]] = defaultdict(list)
     for s in shapes:
         for wid in s.running:
