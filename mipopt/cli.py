@@ -353,7 +353,10 @@ def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
                 use_case=args.use_case,
                 progress=_print_stage if show else None,
             )
-        except (InstanceError, ValueError) as err:
+        except InstanceError as err:  # the library names its parameters; say the flag
+            flag = {"model": "--model", "use_case": "--use-case", "objective": "--objective"}
+            raise BadInput(f"{flag.get(err.path, err.path)}: {err.rule}") from None
+        except ValueError as err:
             raise BadInput(str(err)) from None
 
 

@@ -293,3 +293,10 @@ def test_console_script(tmp_path: Path) -> None:
     )
     assert (out.returncode, out.stderr) == (0, "")
     assert OBJECTIVES in out.stdout.splitlines()
+
+
+def test_solve_errors_name_the_flag_not_the_parameter(capsys: Capsys) -> None:
+    assert main(["solve", "instances/quickstart.json", "--model", "grmu-paper", "--use-case", "initial"]) == 2
+    assert capsys.readouterr().err == (
+        "mipopt: error: --use-case: model grmu-paper takes no use case (grmu, grmu-slots and wpm do)\n"
+    )
