@@ -17,8 +17,8 @@ Three classes of instances (``--classes``):
 
 Each instance is solved by each model (``grmu``: the configuration model; ``grmu-slots``:
 the tight slot model; ``grmu-paper``: Eqs. 3-26 as printed; a name not known to
-:data:`mipopt.formulations.MODELS` is skipped with a message) and solver (``highs``,
-``cpsat``) with :func:`mipopt.exact.solve_exact` under a time limit, lexicographically by
+:data:`mipopt.exact.models.MODELS` is skipped with a message) and solver (``highs``,
+``cpsat``) with :func:`mipopt.exact.driver.solve_exact` under a time limit, lexicographically by
 default (acceptance, then hardware, then migrations), and the verifier checks every
 solution. Each stage's time and proof come from ``Solution.stages``.
 
@@ -37,14 +37,14 @@ size at which no seed is proven optimal; it also runs at the smaller ``--paper-s
 ``--heuristic-sizes`` (default 80 and 400 GPUs; ``--classes`` may add ``hard`` and
 ``alibaba``), the exact model with a time limit of S seconds (issue 12: 2 s) against the
 best of the heuristics ``ibm-initial``, ``bf``, ``mfi`` and ``first-fit``
-(:func:`mipopt.bench.resolve_method`), compared lexicographically (acceptance, then
+(:func:`mipopt.compare.resolve_method`), compared lexicographically (acceptance, then
 hardware, then migrations, the verifier's values): the exact answer must never be worse.
 Rows go to ``exact_heuristics.csv`` and the README section ``exact-heuristics``.
 
 Every run happens in a child process with a hard wall-clock limit (``--hard-limit``,
 default twice the time limit plus 120 s) and a memory limit (``--memory-limit-gb``), so
 that a model whose build explodes is recorded as an error instead of taking the machine
-down. The model build is timed on its own first (``build_s``, :func:`mipopt.formulations.build`;
+down. The model build is timed on its own first (``build_s``, :func:`mipopt.exact.models.build`;
 for the configuration model that is its detailed variant, while the staged driver builds
 the variants each stage needs inside ``runtime_s``); ``solve_s`` is the rest of
 ``runtime_s`` (at least 0).
@@ -82,8 +82,8 @@ from typing import Any
 
 import common
 
-from mipopt.exact import parse_objective, solve_exact
-from mipopt.formulations import MODELS, build
+from mipopt.exact.driver import parse_objective, solve_exact
+from mipopt.exact.models import MODELS, build
 from mipopt.instance import Instance, Solution, Status
 from mipopt.solvers import SolverOptions
 from mipopt.verify import verify
@@ -225,7 +225,7 @@ def all_proven(sol: Solution) -> bool:
 
 
 def model_size(built: Any) -> tuple[int | None, int | None]:
-    """Variables and constraints of whatever :func:`mipopt.formulations.build` returned, if it says."""
+    """Variables and constraints of whatever :func:`mipopt.exact.models.build` returned, if it says."""
     stats = getattr(built, "stats", None) or {}
     model = getattr(built, "model", None)
     sizes: list[int | None] = []
@@ -299,7 +299,7 @@ def compare(exact: dict[str, float] | None, best: dict[str, float] | None, tol: 
 
 def run_heuristics(inst: Instance, model: str, solver: str, args: argparse.Namespace) -> dict[str, Any]:
     """The exact model under the short limit, then each heuristic, verified; the comparison."""
-    from mipopt.bench import resolve_method
+    from mipopt.compare import resolve_method
 
     options = SolverOptions(time_limit_s=args.time_limit, threads=args.threads)
     sol = solve_exact(inst, model=model, solver=solver, objective=args.objective, options=options)
@@ -411,7 +411,7 @@ def available_models(args: argparse.Namespace) -> list[str]:
             out.append(model)
         else:
             common.progress(
-                f"model {model}: not in mipopt.formulations.MODELS ({', '.join(MODELS)}): skipped"
+                f"model {model}: not in mipopt.exact.models.MODELS ({', '.join(MODELS)}): skipped"
             )
     return out
 
@@ -713,7 +713,7 @@ def readme_table(rows: list[dict[str, str]], source: str) -> str:
         "over those runs; the gap at the limit is that of the stage the time limit stopped; per stage, "
         "the median time over the runs that reached it and how many runs proved it (from "
         "`Solution.stages`); variables and constraints are medians over the seeds of what "
-        "`mipopt.formulations.build` returns._"
+        "`mipopt.exact.models.build` returns._"
     )
     return f"{note}\n\n{table}\n\n{targets_table(latest)}\n\n{_paper_note(latest)}"
 

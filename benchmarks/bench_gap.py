@@ -3,7 +3,7 @@
 For each size (default 8 and 80 GPUs) and seed, :func:`mipopt.workloads.ibm.ibm_instance`
 generates a snapshot of the IBM WPM paper's set-up (about 60 % of the GPUs partly used,
 new workloads worth 60 % of the cluster's compute; running workloads movable).
-:func:`mipopt.bench.compare_methods` solves it with the tight GRMU model (lexicographic
+:func:`mipopt.compare.compare_methods` solves it with the tight GRMU model (lexicographic
 acceptance, hardware, migrations; HiGHS; time limit per solve), runs every batch heuristic
 and every online policy in batch mode on it (``all``), plus ``exact-initial`` (the tight
 model with the running workloads fixed: the best a method that migrates nothing can do),
@@ -28,9 +28,9 @@ from typing import Any
 
 import common
 
-from mipopt.bench import COLUMNS as GAP_COLUMNS
-from mipopt.bench import EXACT, GapRow, MethodSummary, compare_methods, parse_methods, summarize
-from mipopt.exact import DEFAULT_OBJECTIVE
+from mipopt.compare import COLUMNS as GAP_COLUMNS
+from mipopt.compare import EXACT, GapRow, MethodSummary, compare_methods, parse_methods, summarize
+from mipopt.exact.driver import DEFAULT_OBJECTIVE
 from mipopt.workloads.ibm import ibm_instance
 
 SECTION = "gap"

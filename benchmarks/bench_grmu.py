@@ -56,12 +56,12 @@ import common
 import pandas as pd
 
 from mipopt._fields import parse_options
+from mipopt.heuristics.policy import make_policy
 from mipopt.io import write_atomic
-from mipopt.policies.online import make_policy
 from mipopt.simulate import simulate
-from mipopt.simulate.trace import Trace
 from mipopt.workloads import alibaba_trace
 from mipopt.workloads.alibaba import NODE_FILE, POD_FILE
+from mipopt.workloads.trace import Trace
 
 SECTION, EXPLORE_SECTION = "grmu", "grmu-explore"
 CSV_NAME = "grmu.csv"

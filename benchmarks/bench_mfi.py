@@ -46,8 +46,8 @@ import common
 import numpy as np
 import numpy.typing as npt
 
+from mipopt.heuristics.policy import make_policy
 from mipopt.io import write_atomic
-from mipopt.policies.online import make_policy
 from mipopt.simulate import simulate
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
 

@@ -19,7 +19,7 @@ Cases (seeded by ``--seeds``/``--first-seed``), each a current placement and a t
 For each case the graph planner runs ``--repeats`` times (fewer when the runs pass
 ``--repeat-budget`` seconds; the row keeps the median runtime and the number of runs),
 and the exact planner once (up to ``--exact-max-gpus``, ``--exact-time-limit``) when
-:mod:`mipopt.migrate.exact` is present. Every plan is replayed by
+:mod:`mipopt.migrate.optimal` is present. Every plan is replayed by
 :func:`mipopt.verify.verify_plan` against the target; an invalid plan, or a replay whose
 counts differ from the plan's own metrics, stops the run with an error.
 
@@ -53,14 +53,14 @@ import common
 import numpy as np
 
 from mipopt.catalog import GpuModel, get_model
+from mipopt.exact.wpm.solve import solve_wpm
+from mipopt.heuristics.ibm_rules import ibm_compaction, ibm_reconfiguration
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status
 from mipopt.migrate import Plan, plan_migration
-from mipopt.policies.ibm_rules import ibm_compaction, ibm_reconfiguration
 from mipopt.solvers import SolverOptions
 from mipopt.verify import verify, verify_plan
 from mipopt.workloads.ibm import ibm_instance
 from mipopt.workloads.layout import host_layout
-from mipopt.wpm import solve_wpm
 
 SECTION = "migrate"
 CASES = ("compaction", "reconfiguration", "random", "full-cycles", "full-permuted")
@@ -104,8 +104,8 @@ COLUMNS = [
 
 
 def exact_available() -> bool:
-    """Whether the exact planner (``mipopt.migrate.exact``) is installed."""
-    return importlib.util.find_spec("mipopt.migrate.exact") is not None
+    """Whether the exact planner (``mipopt.migrate.optimal``) is installed."""
+    return importlib.util.find_spec("mipopt.migrate.optimal") is not None
 
 
 # --- targets drawn without the planner
@@ -432,7 +432,9 @@ def plan_rows(c: Case, args: argparse.Namespace, run: dict[str, str], exact: boo
 def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
     exact = exact_available() and not args.no_exact
     if not exact:
-        common.progress("exact planner not run (mipopt.migrate.exact missing or --no-exact): graph rows only")
+        common.progress(
+            "exact planner not run (mipopt.migrate.optimal missing or --no-exact): graph rows only"
+        )
     rows = []
     for c in cases(args):
         rows += plan_rows(c, args, run, exact)

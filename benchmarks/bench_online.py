@@ -2,7 +2,7 @@
 
 Issue 5's speed targets, each measured two ways that must make the same decisions:
 
-* ``decision``: one MFI decision (:class:`~mipopt.policies.mfi_policies.MinimumFragmentationIncrement`,
+* ``decision``: one MFI decision (:class:`~mipopt.heuristics.mfi.MinimumFragmentationIncrement`,
   Alg. 2) over ``--decision-gpus`` A100-80GB GPUs (default 6,000) in reachable states;
   target under 1 ms;
 * ``alibaba``: a full replay of the mapped Alibaba GPU trace (raw timestamps, default
@@ -12,7 +12,7 @@ Issue 5's speed targets, each measured two ways that must make the same decision
   (:func:`mipopt.workloads.fbk_trace`: 100 A100-80GB GPUs, uniform profiles, loaded to
   saturation, seeds 0-99) under each policy, total time; target under 30 s per policy.
 
-``tables`` is the library as it is: :class:`~mipopt.policies.cluster.Cluster` and the
+``tables`` is the library as it is: :class:`~mipopt.state.cluster.Cluster` and the
 policies read the per-state geometry tables for all GPUs at once. ``python-loop`` is the
 straightforward alternative, written here for ``ff`` (GRMU's first fit at the driver's
 default start) and ``mfi``: a policy whose ``choose`` visits the GPUs one by one, checks
@@ -53,13 +53,13 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import NO_START, reference, tables_for
+from mipopt.heuristics.policy import Decision, Policy, make_policy
 from mipopt.instance import Instance, InstanceBuilder, Workload
-from mipopt.policies.cluster import Cluster
-from mipopt.policies.online import Decision, Policy, make_policy
 from mipopt.simulate import simulate
-from mipopt.simulate.trace import Trace
+from mipopt.state.cluster import Cluster
 from mipopt.workloads import alibaba_trace, fbk_trace
 from mipopt.workloads.alibaba import NODE_FILE, POD_FILE
+from mipopt.workloads.trace import Trace
 
 SECTION = "online"
 CSV_NAME = "online.csv"

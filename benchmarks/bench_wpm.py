@@ -6,7 +6,7 @@ about 60 % of the GPUs partly used and new workloads worth 60 % of the cluster's
 ``compaction`` and ``reconfiguration`` the same running workloads without new ones (the paper
 moves running workloads only). Each approach answers the case's question:
 
-* ``rule-based``: IBM's heuristic for the use case (``mipopt.policies.ibm_rules``, when present);
+* ``rule-based``: IBM's heuristic for the use case (``mipopt.heuristics.ibm_rules``, when present);
 * ``wpm``: the WPM MIP for the use case; ``wpm-joint``: the joint MIP (everything may move);
 * ``grmu``: the tight GRMU model, lexicographic, on the same use case;
 * ``first-fit`` and ``load-balanced``: IBM's baselines (initial deployment only).
@@ -38,13 +38,13 @@ from typing import Any
 
 import common
 
-from mipopt.exact import solve_exact
+from mipopt.exact.driver import solve_exact
+from mipopt.exact.wpm.solve import solve_wpm
+from mipopt.heuristics import ibm_first_fit, load_balanced
 from mipopt.instance import Instance, Solution, Termination
-from mipopt.policies import ibm_first_fit, load_balanced
 from mipopt.solvers import SolverOptions
 from mipopt.verify import verify
 from mipopt.workloads.ibm import ibm_instance
-from mipopt.wpm import solve_wpm
 
 SECTION = "wpm"
 USE_CASES = ("initial", "compaction", "reconfiguration")
@@ -90,7 +90,7 @@ def approaches(use_case: str) -> dict[str, Approach]:
     """The approaches that answer ``use_case``, by name."""
     out: dict[str, Approach] = {}
     try:
-        from mipopt.policies import ibm_rules
+        from mipopt.heuristics import ibm_rules
 
         rule = getattr(ibm_rules, f"ibm_{use_case}")
         out["rule-based"] = lambda inst, _opts: rule(inst)

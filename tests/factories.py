@@ -199,7 +199,7 @@ def write_alibaba_csvs(
 
 def proven_triple(inst: Instance, model: str, solver: str = "highs") -> tuple[float, float, float]:
     """The lexicographic optimum (acceptance, hardware, migrations) of ``model``, proven and verified."""
-    from mipopt.exact import solve_exact
+    from mipopt.exact.driver import solve_exact
     from mipopt.instance import Status, Termination
     from mipopt.verify import verify
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-import mipopt.policies.mfi_policies  # noqa: F401  (registers the inner policies)
+import mipopt.heuristics.mfi  # noqa: F401  (registers the inner policies)
 from mipopt.catalog import GpuModel, Profile, get_model
+from mipopt.heuristics.adapter import Adapter, chain
+from mipopt.heuristics.policy import make_policy, run_batch
 from mipopt.instance import InstanceBuilder
-from mipopt.policies.adapter import Adapter, chain
-from mipopt.policies.cluster import Cluster
-from mipopt.policies.online import make_policy, run_batch
+from mipopt.state.cluster import Cluster
 from mipopt.verify import verify
 from mipopt.workloads.ibm import ibm_instance
 

@@ -1,4 +1,4 @@
-"""Heuristics against the proven optimum: mipopt.bench, `mipopt bench` and benchmarks/bench_gap.py."""
+"""Heuristics against the proven optimum: mipopt.compare, `mipopt bench` and benchmarks/bench_gap.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import mipopt.exact
-from mipopt.bench import (
+import mipopt.exact.driver
+from mipopt.cli import main
+from mipopt.compare import (
     COLUMNS,
     EXACT,
     GapRow,
@@ -24,11 +25,10 @@ from mipopt.bench import (
     summarize,
     summary_table,
 )
-from mipopt.cli import main
 from mipopt.errors import InstanceError
+from mipopt.heuristics import BATCH, first_fit
 from mipopt.instance import Instance, Objectives, Solution, Status, Termination
 from mipopt.io import load_instance
-from mipopt.policies import BATCH, first_fit
 from mipopt.verify import no_solution, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
 
@@ -141,7 +141,7 @@ def test_an_unproven_reference_is_flagged_and_compared_as_incumbent(monkeypatch)
             gap=0.4,
         )
 
-    monkeypatch.setattr(mipopt.exact, "solve_exact", stopped)
+    monkeypatch.setattr(mipopt.exact.driver, "solve_exact", stopped)
     rows = by_method(compare_methods([load_instance(FIG2B)], ["ff-agnostic"]))
     ref, agnostic = rows[EXACT], rows["ff-agnostic"]
     assert (ref.proven, ref.termination, ref.reference, ref.acceptance, ref.gap) == (
@@ -164,7 +164,7 @@ def test_an_unproven_reference_is_flagged_and_compared_as_incumbent(monkeypatch)
             inst, method="grmu / highs", termination=Termination.TIME_LIMIT, runtime_s=60.0, message="stopped"
         )
 
-    monkeypatch.setattr(mipopt.exact, "solve_exact", nothing)
+    monkeypatch.setattr(mipopt.exact.driver, "solve_exact", nothing)
     rows = by_method(compare_methods([load_instance(FIG2B)], ["ff-agnostic"]))
     assert (rows[EXACT].acceptance, rows[EXACT].reference) == (None, "none")
     assert (rows["ff-agnostic"].acceptance, rows["ff-agnostic"].acceptance_gap) == (2.0, None)
@@ -207,7 +207,7 @@ def test_method_lists() -> None:
 
 
 def test_gap_row_round_trips_through_csv(tmp_path: Path) -> None:
-    from mipopt.bench import write_csv
+    from mipopt.compare import write_csv
 
     rows = compare_methods([load_instance(FIG2B)], ["first-fit"])
     write_csv(tmp_path / "rows.csv", rows)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from mipopt.policies.online import make_policy
+from mipopt.heuristics.policy import make_policy
 from mipopt.simulate import simulate
 from mipopt.workloads.fbk import fbk_trace
 

@@ -10,10 +10,10 @@ from factories import instances
 from hypothesis import HealthCheck, given, settings
 
 from mipopt.errors import InstanceError
-from mipopt.exact import lattice_step, parse_objective, solve_exact
+from mipopt.exact.driver import lattice_step, parse_objective, solve_exact
+from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, Status, Termination
 from mipopt.io import load_instance
-from mipopt.policies import first_fit
 from mipopt.verify import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
@@ -109,11 +109,11 @@ def test_objective_spec_round_trips() -> None:
 
 def test_cli_offers_every_registered_model() -> None:
     from mipopt.cli import build_parser
-    from mipopt.formulations import MODELS
+    from mipopt.exact.models import MODELS
 
     solve = build_parser()._subparsers._group_actions[0].choices["solve"]  # type: ignore[union-attr]
     (model,) = [a for a in solve._actions if a.dest == "model"]
-    assert list(model.choices) == [*MODELS, "wpm"]  # WPM has its own driver (mipopt.wpm)
+    assert list(model.choices) == [*MODELS, "wpm"]  # WPM has its own driver (mipopt.exact.wpm.solve)
 
 
 def test_stages_are_reported_in_their_own_units() -> None:
@@ -150,7 +150,7 @@ def test_no_pointless_start_changes() -> None:
     must leave start 1 (the slot model put the 3g on g2 instead, at equal migrations); no
     other start changes, and index_keeping on g1's content confirms one is the least.
     """
-    from mipopt.preprocess.indexing import index_keeping
+    from mipopt.exact.preprocess.indexing import index_keeping
 
     inst = load_instance(INSTANCES / "fbk_fig3.json")
     assert _start_changes(inst, solve_exact(inst, model="grmu-slots").placed()) == []
@@ -195,9 +195,9 @@ def test_cli_solves_with_every_batch_heuristic_and_policy(capsys: pytest.Capture
     import json
 
     from mipopt.cli import main
+    from mipopt.heuristics import BATCH
+    from mipopt.heuristics.policy import policy_names
     from mipopt.instance import solution_from_dict
-    from mipopt.policies import BATCH
-    from mipopt.policies.online import policy_names
 
     path = INSTANCES / "fbk_fig3.json"
     inst = load_instance(path)

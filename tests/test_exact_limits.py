@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from mipopt.exact import solve_exact
+from mipopt.exact.driver import solve_exact
+from mipopt.heuristics import BATCH
 from mipopt.instance import Status, Termination
 from mipopt.instance.parse import instance_to_dict
 from mipopt.io import load_solution, write_json
-from mipopt.policies import BATCH
 from mipopt.solvers import SolverOptions
 from mipopt.solvers.stop import StopFlag
 from mipopt.verify import verify
@@ -167,8 +167,8 @@ def test_progress_prints_a_line_per_stage_event(capsys: pytest.CaptureFixture[st
 
 
 def test_too_many_configurations_fall_back_to_the_slot_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mipopt.formulations.config as config
-    from mipopt.preprocess.indexing import TooManyMultisets
+    import mipopt.exact.models.config as config
+    from mipopt.exact.preprocess.indexing import TooManyMultisets
 
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise TooManyMultisets("A100-80GB: more than 20000 indexable multisets")

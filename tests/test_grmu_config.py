@@ -11,11 +11,11 @@ from factories import instances, proven_triple
 from hypothesis import HealthCheck, given, settings
 
 from mipopt.catalog import get_model
-from mipopt.exact import solve_exact
-from mipopt.formulations.config import build_config
+from mipopt.exact.driver import solve_exact
+from mipopt.exact.models.config import build_config
+from mipopt.exact.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.instance import Instance, Status, Termination
 from mipopt.io import load_instance
-from mipopt.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verify import solution_for, verify
 from mipopt.workloads import ibm_instance

@@ -12,11 +12,11 @@ from test_exact import OPTIMA
 
 from mipopt.catalog import model_from_dict
 from mipopt.errors import InstanceError
-from mipopt.exact import solve_exact
-from mipopt.formulations.grmu_paper import build_grmu_paper
+from mipopt.exact.driver import solve_exact
+from mipopt.exact.models.grmu_paper import build_grmu_paper
+from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance, load_solution
-from mipopt.policies import first_fit
 from mipopt.solvers import get_backend
 from mipopt.verify import evaluate
 

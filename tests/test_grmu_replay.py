@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mipopt.heuristics.policy import make_policy
 from mipopt.instance import InstanceBuilder
-from mipopt.policies.online import make_policy
 from mipopt.simulate import Request, Trace, simulate
 
 

@@ -10,10 +10,10 @@ import pytest
 from factories import instances
 from hypothesis import HealthCheck, assume, given, settings
 
-from mipopt.exact import solve_exact
-from mipopt.formulations import build_grmu
+from mipopt.exact.driver import solve_exact
+from mipopt.exact.models import build_grmu
+from mipopt.exact.preprocess import candidates
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination
-from mipopt.preprocess import candidates
 from mipopt.verify import evaluate, solution_for, verify
 
 DONE, FEASIBLE = Termination.COMPLETED, Status.FEASIBLE

@@ -13,10 +13,10 @@ from factories import GpuState, capped_a100, instances
 from hypothesis import given, settings
 
 from mipopt.cli import main
+from mipopt.heuristics import first_fit, ibm_first_fit, load_balanced
+from mipopt.heuristics.ibm_baselines import id_key
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
 from mipopt.io import load_instance
-from mipopt.policies import first_fit, ibm_first_fit, load_balanced
-from mipopt.policies.ibm_baselines import id_key
 from mipopt.verify import evaluate, verify
 from mipopt.workloads.ibm import ibm_instance
 

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from test_verify import FIG4_COMPACTED, ibm_fig4
 
 from mipopt.cli import main
+from mipopt.exact.wpm.solve import solve_wpm
+from mipopt.heuristics import ibm_compaction, ibm_initial, ibm_reconfiguration
+from mipopt.heuristics.ibm_rules import min_gpus
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
 from mipopt.io import load_instance
-from mipopt.policies import ibm_compaction, ibm_initial, ibm_reconfiguration
-from mipopt.policies.ibm_rules import min_gpus
 from mipopt.verify import verify
 from mipopt.workloads.ibm import ibm_instance
-from mipopt.wpm import solve_wpm
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 Policy = Callable[[Instance], Solution]
@@ -272,7 +272,7 @@ def test_command_line(use_case: str, capsys: pytest.CaptureFixture[str]) -> None
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_joint_rules_reconfigure_then_deploy(seed: int) -> None:
-    from mipopt.policies import ibm_joint
+    from mipopt.heuristics import ibm_joint
 
     inst = ibm_instance(8, seed=seed)
     sol = ibm_joint(inst)

@@ -15,8 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mipopt.catalog import GpuModel, builtin_models, get_model
-from mipopt.instance import Instance, InstanceBuilder, Status, Termination
-from mipopt.preprocess import (
+from mipopt.exact.preprocess import (
     IndexResult,
     assumption1_counterexamples,
     fixed_states,
@@ -24,6 +23,7 @@ from mipopt.preprocess import (
     index_solution,
     profile_multisets,
 )
+from mipopt.instance import Instance, InstanceBuilder, Status, Termination
 from mipopt.verify import solution_for, verify
 
 A100_40 = get_model("A100-40GB")

@@ -27,9 +27,9 @@ from hypothesis import given, settings
 from mipopt.catalog import get_model
 from mipopt.cli import main
 from mipopt.errors import InstanceError
+from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder, instance_from_dict, instance_to_dict
 from mipopt.io import load_instance
-from mipopt.policies import first_fit
 from mipopt.verify import verify
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mipopt.geometry import reference as geo
+from mipopt.heuristics import first_fit
 from mipopt.io import load_instance, load_solution
-from mipopt.policies import first_fit
 from mipopt.verify import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"

@@ -13,9 +13,9 @@ import pytest
 
 from mipopt.catalog import builtin_models, get_model, model_from_dict
 from mipopt.errors import InstanceError
+from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.migrate import Plan, plan_from_dict, plan_migration
-from mipopt.policies import first_fit
 from mipopt.verify import verify_plan
 
 Spot = tuple[str, int]

@@ -14,7 +14,7 @@ from mipopt.cli import main
 from mipopt.instance import InstanceBuilder
 from mipopt.io import load_instance, load_solution
 from mipopt.migrate import plan_migration
-from mipopt.migrate.render import nvml_operations, plan_states, png_gpus
+from mipopt.render.plan import nvml_operations, plan_states, png_gpus
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 MOVES, MOVES_TARGET = INSTANCES / "moves.json", INSTANCES / "moves.target.json"

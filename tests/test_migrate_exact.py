@@ -21,9 +21,9 @@ from pyomo.repn import generate_standard_repn
 from mipopt.catalog import get_model
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination
 from mipopt.migrate import Plan, plan_metrics, plan_migration
-from mipopt.migrate import exact as exact_module
-from mipopt.migrate.exact import build_migration_model, exact_rounds, plan_key
+from mipopt.migrate import optimal as exact_module
 from mipopt.migrate.graph import graph_rounds
+from mipopt.migrate.optimal import build_migration_model, exact_rounds, plan_key
 from mipopt.solvers import SolveResult, get_backend
 from mipopt.verify import verify_plan
 

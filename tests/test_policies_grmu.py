@@ -10,14 +10,14 @@ import pytest
 from factories import instances
 from hypothesis import given, settings
 
-import mipopt.policies.grmu_policies  # noqa: F401  (registers the policies)
+import mipopt.heuristics.grmu  # noqa: F401  (registers the policies)
 from mipopt.catalog import get_model
 from mipopt.geometry import tables_for
+from mipopt.heuristics import first_fit
+from mipopt.heuristics.grmu import HEAVY, LIGHT, POOL, Grmu, MaxExpectedCC
+from mipopt.heuristics.policy import make_policy, run_batch
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.policies import first_fit
-from mipopt.policies.cluster import Cluster
-from mipopt.policies.grmu_policies import HEAVY, LIGHT, POOL, Grmu, MaxExpectedCC
-from mipopt.policies.online import make_policy, run_batch
+from mipopt.state.cluster import Cluster
 from mipopt.verify import verify
 from mipopt.workloads.ibm import ibm_instance
 

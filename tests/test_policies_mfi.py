@@ -10,14 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import mipopt.policies.mfi_policies  # noqa: F401  (registers the policies)
+import mipopt.heuristics.mfi  # noqa: F401  (registers the policies)
 from mipopt.catalog import get_model
 from mipopt.geometry import tables_for
+from mipopt.heuristics.ibm_baselines import load_balanced
+from mipopt.heuristics.mfi import best_index
+from mipopt.heuristics.policy import make_policy, run_batch
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.policies.cluster import Cluster
-from mipopt.policies.ibm_baselines import load_balanced
-from mipopt.policies.mfi_policies import best_index
-from mipopt.policies.online import make_policy, run_batch
+from mipopt.state.cluster import Cluster
 from mipopt.verify import verify
 from mipopt.workloads.ibm import ibm_instance
 

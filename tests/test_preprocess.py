@@ -13,9 +13,7 @@ from hypothesis import strategies as st
 
 from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.cli import main
-from mipopt.instance import Instance, InstanceBuilder
-from mipopt.io import load_instance
-from mipopt.preprocess import (
+from mipopt.exact.preprocess import (
     candidates,
     fixed_masks,
     free_partitions,
@@ -26,6 +24,8 @@ from mipopt.preprocess import (
     slot_order,
     workload_classes,
 )
+from mipopt.instance import Instance, InstanceBuilder
+from mipopt.io import load_instance
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
 A100_80 = get_model("A100-80GB")

@@ -9,9 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from mipopt.heuristics import first_fit
 from mipopt.instance import instance_to_dict, solution_to_dict
 from mipopt.io import load_instance
-from mipopt.policies import first_fit
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 

@@ -16,11 +16,11 @@ import math
 import numpy as np
 import pytest
 
+from mipopt.heuristics.grmu import Grmu
+from mipopt.heuristics.policy import make_policy
 from mipopt.instance import InstanceBuilder
-from mipopt.policies.cluster import PLAN_COUNTS, Cluster, Move
-from mipopt.policies.grmu_policies import Grmu
-from mipopt.policies.online import make_policy
 from mipopt.simulate import Request, Trace, simulate
+from mipopt.state.cluster import PLAN_COUNTS, Cluster, Move
 
 COUNTS = ("moves_intra_gpu", "moves_inter_gpu", "moves_inter_host", *PLAN_COUNTS)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mipopt.errors import InstanceError
-from mipopt.policies.online import make_policy, policy_names
+from mipopt.heuristics.policy import make_policy, policy_names
 from mipopt.simulate import simulate
 from mipopt.simulate.runs import make_trace
 from tests.factories import write_alibaba_csvs

@@ -13,13 +13,13 @@ import pytest
 from factories import instances
 from hypothesis import HealthCheck, given, settings
 
-import mipopt.sweep as sweep_module
+import mipopt.exact.sweep as sweep_module
 from mipopt.cli import main
 from mipopt.errors import InstanceError
-from mipopt.exact import solve_exact
+from mipopt.exact.driver import solve_exact
+from mipopt.exact.sweep import CSV_COLUMNS, Front, SweepProgress, parse_objectives, steps, sweep
 from mipopt.instance import Assignment, Instance, InstanceBuilder, Solution, Status, Termination
 from mipopt.io import load_instance, load_solution
-from mipopt.sweep import CSV_COLUMNS, Front, SweepProgress, parse_objectives, steps, sweep
 from mipopt.verify import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"

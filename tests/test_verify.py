@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from mipopt.catalog import GpuModel, Profile, get_model, model_from_dict
 from mipopt.geometry import reference as geo
+from mipopt.heuristics import first_fit
 from mipopt.instance import (
     Assignment,
     Instance,
@@ -24,7 +25,6 @@ from mipopt.instance import (
     Termination,
 )
 from mipopt.io import load_instance
-from mipopt.policies import first_fit
 from mipopt.verify import evaluate, verify
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"

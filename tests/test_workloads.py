@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mipopt.catalog import get_model
 from mipopt.cli import main
-from mipopt.exact import solve_exact
+from mipopt.exact.driver import solve_exact
 from mipopt.instance import Instance, instance_to_dict
 from mipopt.io import load_instance
 from mipopt.verify import verify

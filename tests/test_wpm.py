@@ -8,15 +8,15 @@ import pyomo.environ as pyo
 import pytest
 
 from mipopt.errors import InstanceError
-from mipopt.exact import solve_exact
-from mipopt.formulations.wpm import WpmModel, build_wpm
+from mipopt.exact.driver import solve_exact
+from mipopt.exact.wpm.model import WpmModel, build_wpm
+from mipopt.exact.wpm.solve import STARTS, best_start, solve_wpm
+from mipopt.heuristics import ibm_rules
 from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance
-from mipopt.policies import ibm_rules
 from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verify import verify
 from mipopt.workloads.ibm import ibm_instance
-from mipopt.wpm import STARTS, best_start, solve_wpm
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 

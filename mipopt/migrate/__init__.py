@@ -4,7 +4,7 @@
 or a placement) into a :class:`~mipopt.migrate.plan.Plan`: rounds of moves, drains and
 creates, each round valid at its largest instant (:mod:`mipopt.migrate.plan` defines the
 semantics). The graph planner (:mod:`mipopt.migrate.graph`) handles any size; the exact
-planner (:mod:`mipopt.migrate.exact`) optimizes small plans with a time-indexed model.
+planner (:mod:`mipopt.migrate.optimal`) optimizes small plans with a time-indexed model.
 Objectives, in order: no disruption if avoidable, fewest rounds, fewest extra (parking)
 moves, least memory moved. :func:`mipopt.verify.verify_plan` replays a plan step by step,
 independently of the planner.
@@ -96,7 +96,7 @@ def plan_migration(
         method == "auto" and semantics == "create-first" and items <= AUTO_EXACT_ITEMS
     )
     if exact and semantics == "create-first":
-        from mipopt.migrate.exact import exact_rounds
+        from mipopt.migrate.optimal import exact_rounds
 
         rounds, name, message = exact_rounds(instance, placed, time_limit_s=time_limit_s)
     else:

@@ -1,12 +1,12 @@
 """Event-driven cluster simulation: traces of requests replayed under online policies.
 
-* :mod:`~mipopt.simulate.trace`: :class:`Trace` and :class:`Request`, what workload
+* :mod:`~mipopt.workloads.trace`: :class:`Trace` and :class:`Request`, what workload
   generators (:mod:`mipopt.workloads`) produce;
 * :mod:`~mipopt.simulate.engine`: :func:`simulate`, one replay under one policy, with
   its time series and summary.
 """
 
 from mipopt.simulate.engine import SimulationError, SimulationResult, simulate
-from mipopt.simulate.trace import Request, Trace
+from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["Request", "SimulationError", "SimulationResult", "Trace", "simulate"]

@@ -1,4 +1,4 @@
-"""Event-driven replay of a :class:`~mipopt.simulate.trace.Trace` under one policy.
+"""Event-driven replay of a :class:`~mipopt.workloads.trace.Trace` under one policy.
 
 Events are processed in time order; at equal times departures come first, then the
 policy's periodic tick, then arrivals in trace order (FIFO). A request is decided when
@@ -8,10 +8,10 @@ dropped (the papers' assumption) or, with ``queue_timeout``, waits: the queue is
 in FIFO order after every departure and tick, and a request that waited longer than the
 timeout is dropped. A placed request leaves ``duration`` after it was placed.
 
-The state is a :class:`~mipopt.policies.cluster.Cluster`; every migration a policy makes
+The state is a :class:`~mipopt.state.cluster.Cluster`; every migration a policy makes
 goes through it and is counted by kind. GRMU's defragmentation and consolidation run
 through the migration planner (:meth:`Cluster.migrate
-<mipopt.policies.cluster.Cluster.migrate>`, create before destroy): a plan's parking moves
+<mipopt.state.cluster.Cluster.migrate>`, create before destroy): a plan's parking moves
 are migrations too, and its drains are counted as disruptive moves. ``debug=True``
 checks the state with the independent verifier after every event (after a whole plan:
 the planner checks the states inside it).
@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mipopt.heuristics.policy import Policy
 from mipopt.instance import Instance, Status, Termination
-from mipopt.policies.cluster import MOVE_KINDS, PLAN_COUNTS, Cluster
-from mipopt.policies.online import Policy
-from mipopt.simulate.trace import Trace
+from mipopt.state.cluster import MOVE_KINDS, PLAN_COUNTS, Cluster
 from mipopt.verify import solution_for, verify
+from mipopt.workloads.trace import Trace
 
 __all__ = ["SimulationError", "SimulationResult", "simulate"]
 

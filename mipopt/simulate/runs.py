@@ -18,10 +18,10 @@ import pandas as pd
 
 from mipopt._fields import parse_options
 from mipopt.errors import InstanceError
+from mipopt.heuristics.policy import make_policy
 from mipopt.io import write_atomic
-from mipopt.policies.online import make_policy
 from mipopt.simulate.engine import simulate
-from mipopt.simulate.trace import Trace
+from mipopt.workloads.trace import Trace
 
 __all__ = ["SOURCES", "compare", "make_trace", "plot_series", "summary_table"]
 

@@ -18,7 +18,7 @@ from typing import Any
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.geometry import reference as geo
 from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination, Workload
-from mipopt.verify.plan import PlanReport, verify_plan
+from mipopt.verify.migration import PlanReport, verify_plan
 from mipopt.verify.rules import Breach, Held, StateCheck, check_state
 
 __all__ = [

@@ -47,7 +47,7 @@ import numpy as np
 from mipopt.catalog import get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.simulate.trace import Request, Trace
+from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["NODE_FILE", "POD_FILE", "alibaba_peak", "alibaba_snapshot", "alibaba_summary", "alibaba_trace"]
 
@@ -381,7 +381,7 @@ def alibaba_snapshot(
         For a bad ``at`` or ``window_h`` (or a bad load control).
     """
     # The simulator sits above this layer; it is imported here, where a snapshot needs a replay.
-    from mipopt.policies.online import make_policy
+    from mipopt.heuristics.policy import make_policy
     from mipopt.simulate.engine import simulate
 
     if at is not None and not math.isfinite(at):

@@ -19,8 +19,8 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.instance import InstanceBuilder
-from mipopt.simulate.trace import Request, Trace
 from mipopt.workloads.layout import host_layout
+from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["FBK_DISTRIBUTIONS", "fbk_trace", "table_ii_mix"]
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from mipopt.catalog import get_model
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.simulate.trace import Request, Trace
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, table_ii_mix
 from mipopt.workloads.layout import host_layout
+from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["poisson_stream", "poisson_trace"]
 

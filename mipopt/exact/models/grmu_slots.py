@@ -1,7 +1,7 @@
 """GRMU's placement problem, tight form over start slots (``--model grmu-slots``), over candidate placements.
 
 The decision problem and the objectives of GRMU (Eqs. 3-5) written over the
-candidate placements of :mod:`mipopt.preprocess`. See ``models/grmu-slots.md``,
+candidate placements of :mod:`mipopt.exact.preprocess`. See ``models/grmu-slots.md``,
 equation by equation, beside the paper form.
 
 Why it is tight: overlap is forbidden per memory slot (a clique of the placements
@@ -10,7 +10,7 @@ indicator, so the LP relaxation already knows that an active GPU has 8 slots.
 
 Why it stays small: workloads that are interchangeable share variables. Every
 movable workload has a *shape* (its profile per GPU model, cpu and ram:
-:func:`~mipopt.preprocess.placement_key`); ``X[k]`` says that an instance of a
+:func:`~mipopt.exact.preprocess.placement_key`); ``X[k]`` says that an instance of a
 shape sits at one (GPU, start). New workloads of a shape and weight are counted
 (``A``), not named. A running workload keeps its own ``S`` binaries for the
 starts of its own GPU (no migration); if it leaves its GPU it joins the pool of
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
+from mipopt.exact.preprocess import Shape, fixed_ids, gpu_classes, movable_shapes, open_placements
 from mipopt.instance import Instance, Workload
-from mipopt.preprocess import Shape, fixed_ids, gpu_classes, movable_shapes, open_placements
 
 OBJECTIVES = ("acceptance", "hardware", "migrations", "intra_moves")
 SENSE = {

@@ -1,7 +1,7 @@
 """Solving WPM: the profit MIP, then the indexing step, repaired until every GPU indexes.
 
 WPM decides what goes on each GPU (the paper's Assumption 1 lets it ignore start
-slots); :func:`mipopt.preprocess.index_solution` then assigns starts. When a GPU's
+slots); :func:`mipopt.exact.preprocess.index_solution` then assigns starts. When a GPU's
 content cannot be indexed (running workloads that stay break Assumption 1), the
 combination the indexer names is excluded (a no-good row on that GPU: its items
 may not all come back) and WPM is solved again, up to ``max_repairs`` times. If a
@@ -21,9 +21,9 @@ from dataclasses import replace
 import pyomo.environ as pyo
 from pyomo.repn import generate_standard_repn
 
-from mipopt.formulations.wpm import WpmModel, WpmWeights, build_wpm
+from mipopt.exact.preprocess import index_solution
+from mipopt.exact.wpm.model import WpmModel, WpmWeights, build_wpm
 from mipopt.instance import Instance, Solution, Status, Termination
-from mipopt.preprocess import index_solution
 from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verify import no_solution, solution_for
 
@@ -70,7 +70,7 @@ def best_start(built: WpmModel, until: float | None = None) -> tuple[str, dict[s
         The placement's name, its values by Pyomo name (None when no placement has an
         image in the model) and its Eq. 2a profit.
     """
-    from mipopt.policies import ibm_rules  # heuristics sit above the exact layer
+    from mipopt.heuristics import ibm_rules  # heuristics sit above the exact layer
 
     heuristics: dict[str, Callable[[Instance], Solution]] = {
         "ibm-initial": ibm_rules.ibm_initial,
@@ -112,7 +112,7 @@ def solve_wpm(
     ----------
     use_case
         ``initial``, ``compaction``, ``reconfiguration`` or ``joint`` (see
-        :func:`mipopt.formulations.wpm.build_wpm`).
+        :func:`mipopt.exact.wpm.model.build_wpm`).
     weights
         Rewards and costs of Eq. 2a.
     options

@@ -3,7 +3,7 @@
 The paper solves each use case "separately by considering only the use case
 specific goals and constraints" and restricts the heuristics "to minimize
 sequential migration". All three share the vectorized cluster state of
-:mod:`mipopt.policies.ibm_baselines` (legal free starts from the geometry tables,
+:mod:`mipopt.heuristics.ibm_baselines` (legal free starts from the geometry tables,
 ``max_instances``, one ``+me``, allowed models, host cpu and ram) and these readings:
 
 * **size** ("we use profile id as a proxy for size"): compute slices, then memory
@@ -16,7 +16,7 @@ sequential migration". All three share the vectorized cluster state of
 * **joint slice utilization** ``(s_m + s_c) / (S_m + S_c)``: used memory slots plus
   compute slices over the GPU's own; GPU ties go to the id that comes first.
 * **index**: the first legal free start in Table 1's preference order
-  (:func:`mipopt.preprocess.partitions.preference_order`).
+  (:func:`mipopt.exact.preprocess.partitions.preference_order`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
+from mipopt.heuristics.base import completed
 from mipopt.instance import Instance, Placement, Solution, Workload
-from mipopt.policies.base import completed
-from mipopt.policies.cluster import Cluster
+from mipopt.state.cluster import Cluster
 
 __all__ = ["ibm_compaction", "ibm_initial", "ibm_joint", "ibm_reconfiguration", "min_gpus"]
 

@@ -2,10 +2,10 @@
 
 from collections.abc import Callable
 
+from mipopt.heuristics.first_fit import first_fit
+from mipopt.heuristics.ibm_baselines import ibm_first_fit, load_balanced
+from mipopt.heuristics.ibm_rules import ibm_compaction, ibm_initial, ibm_joint, ibm_reconfiguration
 from mipopt.instance import Instance, Solution
-from mipopt.policies.first_fit import first_fit
-from mipopt.policies.ibm_baselines import ibm_first_fit, load_balanced
-from mipopt.policies.ibm_rules import ibm_compaction, ibm_initial, ibm_joint, ibm_reconfiguration
 
 #: Batch heuristics by their ``mipopt solve --method`` name.
 BATCH: dict[str, Callable[[Instance], Solution]] = {

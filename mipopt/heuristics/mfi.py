@@ -19,11 +19,11 @@ IBM WPM paper (Turkkan et al.):
   arrival (:class:`IbmInitial`; Step 1's sort has one workload to sort).
 
 Every decision is a few numpy operations over all GPUs: the per-state geometry tables
-and :meth:`Cluster.legal <mipopt.policies.cluster.Cluster.legal>`, which already
+and :meth:`Cluster.legal <mipopt.state.cluster.Cluster.legal>`, which already
 applies every rule (legal free start, ``max_instances``, one ``+me``, allowed models,
 host cpu and ram). GPU ties go to the lowest position in ``instance.gpus`` for the
 MFI paper's policies (its cluster is a list of GPUs, Alg. 2 scans it in order) and to
-the id order for the IBM ones (as :mod:`mipopt.policies.ibm_baselines` reads the paper).
+the id order for the IBM ones (as :mod:`mipopt.heuristics.ibm_baselines` reads the paper).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import numpy.typing as npt
 
 from mipopt.catalog import GpuModel
 from mipopt.geometry import tables_for
+from mipopt.heuristics.ibm_rules import _choose as _ibm_choose
+from mipopt.heuristics.policy import Decision, Policy, register
 from mipopt.instance import Workload
-from mipopt.policies.cluster import Cluster, preferred_starts
-from mipopt.policies.ibm_rules import _choose as _ibm_choose
-from mipopt.policies.online import Decision, Policy, register
+from mipopt.state.cluster import Cluster, preferred_starts
 
 __all__ = [
     "BestFitBestIndex",
@@ -62,7 +62,7 @@ def best_index(model: GpuModel, p: int, bits: npt.ArrayLike) -> npt.NDArray[np.i
     assigned to index 6 instead of index 0 whenever possible, thereby reserving
     index 0 for the 4g.40gb profile". mipopt reads it as a fixed order per profile,
     the order in which the driver fills an empty GPU with the profile (IBM's Table 1,
-    :func:`mipopt.preprocess.partitions.preference_order`; 1g.10gb on A100-80GB:
+    :func:`mipopt.exact.preprocess.partitions.preference_order`; 1g.10gb on A100-80GB:
     6, 4, 5, 0, 1, 2, 3), and takes its first legal start. The paper calls the
     policy static, which rules out a state-dependent rule such as the driver's CC.
     """
@@ -284,7 +284,7 @@ class LoadBalanced(Policy):
 
     Section 5.1, per arrival: among GPUs with a legal start, the lowest joint slice
     utilization ``(s_m + s_c) / (S_m + S_c)`` (ties by GPU id), at its lowest legal
-    start; the rule of :func:`mipopt.policies.ibm_baselines.load_balanced`.
+    start; the rule of :func:`mipopt.heuristics.ibm_baselines.load_balanced`.
     """
 
     name = "lb"
@@ -297,7 +297,7 @@ class LoadBalanced(Policy):
 class IbmInitial(Policy):
     """IBM's rule-based initial deployment per arrival: most utilized GPU after assignment, Table 1 start.
 
-    Steps 2 and 3 of section 4.2 (:func:`mipopt.policies.ibm_rules.ibm_initial`), the
+    Steps 2 and 3 of section 4.2 (:func:`mipopt.heuristics.ibm_rules.ibm_initial`), the
     same code: among used GPUs with a legal start, the one with the highest joint slice
     utilization after the assignment (ties by id); else the first empty GPU by id;
     the start is the first legal one in Table 1's preference order. Step 1 (largest

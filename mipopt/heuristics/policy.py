@@ -2,7 +2,7 @@
 
 A policy answers "where does this request go (GPU, start), or is it rejected"
 (:meth:`Policy.choose`) and may act on events by migrating running workloads through
-:meth:`Cluster.move <mipopt.policies.cluster.Cluster.move>`: when a request would be
+:meth:`Cluster.move <mipopt.state.cluster.Cluster.move>`: when a request would be
 rejected (:meth:`Policy.on_reject`, e.g. GRMU's defragmentation, MIG-Adapter's
 borrowing), after a departure (:meth:`Policy.on_departure`, e.g. MIG-Adapter's return)
 and every ``tick`` time units (:meth:`Policy.on_tick`, e.g. GRMU's consolidation).
@@ -25,9 +25,9 @@ import numpy as np
 
 from mipopt._fields import parse_options
 from mipopt.errors import InstanceError
+from mipopt.heuristics.base import completed
 from mipopt.instance import Instance, Solution, Workload
-from mipopt.policies.base import completed
-from mipopt.policies.cluster import Cluster
+from mipopt.state.cluster import Cluster
 
 __all__ = ["POLICIES", "Policy", "make_policy", "policy_names", "register", "run_batch"]
 
@@ -153,4 +153,4 @@ def run_batch(policy: Policy, instance: Instance, *, seed: int = 0) -> Solution:
 
 def _load() -> None:
     """Import the modules that register policies (once)."""
-    import mipopt.policies.registered  # noqa: F401
+    import mipopt.heuristics.registry  # noqa: F401

@@ -37,11 +37,11 @@ import numpy as np
 import numpy.typing as npt
 
 from mipopt.catalog import GpuModel, Profile
+from mipopt.exact.preprocess.partitions import preference_order
 from mipopt.geometry import GeometryTables, tables_for
 from mipopt.instance import Host, Instance, Placement, Workload
 from mipopt.migrate.graph import graph_rounds
 from mipopt.migrate.plan import Round
-from mipopt.preprocess.partitions import preference_order
 
 __all__ = ["MOVE_KINDS", "PLAN_COUNTS", "Cluster", "Group", "Move", "id_key", "preferred_starts"]
 
@@ -71,7 +71,7 @@ def preferred_starts(model: GpuModel) -> IntArray:
     """``[p, bits]``: the first start of profile ``p``'s preference order among the starts in ``bits``, or -1.
 
     The preference order is the one the driver fills an empty GPU in (IBM's Table 1,
-    :func:`mipopt.preprocess.partitions.preference_order`); ``bits`` is a bitmask of
+    :func:`mipopt.exact.preprocess.partitions.preference_order`); ``bits`` is a bitmask of
     starts, such as a row of ``tables_for(model).legal``.
     """
     table = np.full((len(model.profiles), 1 << model.slots), -1, dtype=np.int64)

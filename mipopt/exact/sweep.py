@@ -10,7 +10,7 @@ The algorithm: lexicographic epsilon-constraint, nested
 -------------------------------------------------------
 Write every objective as one to minimize (acceptance negated), ``f_1`` the primary, ``f_2`` the
 inner and ``f_3`` the outer epsilon objective. One *solve* at bounds ``(e_2, e_3)`` is
-:func:`mipopt.exact.solve_exact` with ``f_2 <= e_2, f_3 <= e_3`` and the lexicographic objective
+:func:`mipopt.exact.driver.solve_exact` with ``f_2 <= e_2, f_3 <= e_3`` and the lexicographic objective
 ``f_1, f_2, f_3``:
 
 1. Its result is non-dominated. A point dominating it would satisfy the same bounds and be
@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mipopt.errors import InstanceError
-from mipopt.exact import lattice_step, solve_exact
+from mipopt.exact.driver import lattice_step, solve_exact
 from mipopt.instance import Instance, Solution, Status, Termination, solution_to_dict
 from mipopt.io import write_atomic, write_json
 from mipopt.solvers import SolverOptions
@@ -92,7 +92,7 @@ class FrontPoint:
     runtime_s
         Time of the solve that found it.
     bounds
-        The epsilon constraints it was solved under, as passed to :func:`mipopt.exact.solve_exact`.
+        The epsilon constraints it was solved under, as passed to :func:`mipopt.exact.driver.solve_exact`.
     solution_file
         Where :meth:`Front.save_solutions` wrote the solution, if it did.
     """
@@ -534,7 +534,7 @@ def sweep(
     Parameters
     ----------
     model, solver
-        Formulation and backend, as for :func:`mipopt.exact.solve_exact`.
+        Formulation and backend, as for :func:`mipopt.exact.driver.solve_exact`.
     objectives
         Two or three of acceptance, hardware, migrations (names or ``"a,b,c"``); the first is
         the primary objective, the others get epsilon constraints.

@@ -6,7 +6,7 @@ or the imaginary twin of a partly used GPU, which stands for repartitioning it),
 
 Bins and their capacities: a free or imaginary GPU offers the model's compute slices C_g
 and memory slots M_g; a free partition q of a partly used GPU (WPM Alg. 1,
-:func:`mipopt.preprocess.gpu_partitions` around *all* its running workloads, as the
+:func:`mipopt.exact.preprocess.gpu_partitions` around *all* its running workloads, as the
 paper does) offers its own C_q and M_q. Memory is counted in memory slots, the paper's
 ``m_w / S_g`` (S_g = 10 GB on A100-80GB).
 
@@ -29,8 +29,8 @@ import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
 from mipopt.errors import InstanceError
+from mipopt.exact.preprocess import gpu_partitions, placement_key, running_classes, workload_classes
 from mipopt.instance import Host, Instance, Workload
-from mipopt.preprocess import gpu_partitions, placement_key, running_classes, workload_classes
 
 USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
 
@@ -72,9 +72,9 @@ class WpmModel:
 
     Workloads are counted, never named (models/wpm.md, "Variables"). ``classes`` maps a
     representative to its members: movable running workloads per
-    :func:`~mipopt.preprocess.running_classes` (same GPU, shape and weights; ``movable``
-    lists them) and new ones per :func:`~mipopt.preprocess.workload_classes` (``new``).
-    ``kinds`` groups classes of one shape (:func:`~mipopt.preprocess.placement_key`):
+    :func:`~mipopt.exact.preprocess.running_classes` (same GPU, shape and weights; ``movable``
+    lists them) and new ones per :func:`~mipopt.exact.preprocess.workload_classes` (``new``).
+    ``kinds`` groups classes of one shape (:func:`~mipopt.exact.preprocess.placement_key`):
     ``x[k, b]`` counts the workloads of kind k that arrive in bin b from another GPU or
     from the queue, whichever class they come from.
     """

@@ -21,9 +21,9 @@ from mipopt.instance import Instance, Solution, Termination, solution_to_dict
 from mipopt.io import load_instance, load_solution, write_json
 
 if TYPE_CHECKING:
-    from mipopt.exact import StageEvent
+    from mipopt.exact.driver import StageEvent
+    from mipopt.exact.sweep import SweepProgress
     from mipopt.migrate import Plan
-    from mipopt.sweep import SweepProgress
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
@@ -180,7 +180,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mipopt import render
+    from mipopt.render import placement as render
 
     inst = _load_instance(args.instance)
     if args.solution:
@@ -211,7 +211,7 @@ def _num(value: float | None) -> str:
 
 
 def _summary(inst: Instance, sol: Solution, *, joint: bool = False) -> str:
-    from mipopt import render
+    from mipopt.render import placement as render
 
     lines = [
         f"instance {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs, {len(inst.workloads)} workloads"
@@ -280,14 +280,14 @@ def _summary(inst: Instance, sol: Solution, *, joint: bool = False) -> str:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from mipopt.policies import BATCH
+    from mipopt.heuristics import BATCH
 
     _check_plan_options(args.semantics, "graph", None)
     inst = _load_instance(args.instance)
     if args.method in BATCH:
         sol = BATCH[args.method](inst)
     elif args.method != "exact":  # an online policy in batch mode
-        from mipopt.policies.online import make_policy, run_batch
+        from mipopt.heuristics.policy import make_policy, run_batch
 
         try:
             sol = run_batch(make_policy(args.method, "--method"), inst, seed=args.seed or 0)
@@ -305,7 +305,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     else:
         print(_summary(inst, sol, joint=args.method == "exact" and args.use_case in (None, "joint")))
         if plan is not None:
-            from mipopt.migrate.render import plan_text
+            from mipopt.render.plan import plan_text
 
             print(f"\n{plan_text(inst, plan)}")
         _print_written(args.out, args.plan)
@@ -317,7 +317,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
     """An exact solve under one deadline; Ctrl-C stops it and keeps the best placement found."""
-    from mipopt.exact import solve_exact
+    from mipopt.exact.driver import solve_exact
     from mipopt.solvers import SolverOptions
     from mipopt.solvers.stop import catch_sigint
 
@@ -341,7 +341,7 @@ def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
                 deadline=deadline,
             )
             if args.model == "wpm":
-                from mipopt.wpm import solve_wpm
+                from mipopt.exact.wpm.solve import solve_wpm
 
                 return solve_wpm(inst, use_case=args.use_case or "joint", solver=args.solver, options=options)
             return solve_exact(
@@ -404,7 +404,7 @@ def _plan(
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from mipopt.migrate.render import format_operations, nvml_operations, plan_png, plan_text
+    from mipopt.render.plan import format_operations, nvml_operations, plan_png, plan_text
 
     _check_plan_options(args.semantics, args.method, args.time_limit)
     inst = _load_instance(args.instance)
@@ -430,7 +430,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_partitions(args: argparse.Namespace) -> int:
-    from mipopt.preprocess import gpu_partitions
+    from mipopt.exact.preprocess import gpu_partitions
 
     inst = _load_instance(args.instance)
     found = gpu_partitions(inst, merged=args.merged)
@@ -497,8 +497,8 @@ class _ProgressBar:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from mipopt.exact.sweep import DEFAULT_MAX_POINTS, parse_objectives, sweep
     from mipopt.solvers import SolverOptions
-    from mipopt.sweep import DEFAULT_MAX_POINTS, parse_objectives, sweep
 
     if args.out_dir and (args.csv or args.png):
         raise BadInput("--out-dir: give either --out-dir or --csv/--png, not both")
@@ -664,7 +664,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from mipopt.bench import compare_methods, parse_methods, summarize, summary_table, write_csv
+    from mipopt.compare import compare_methods, parse_methods, summarize, summary_table, write_csv
 
     if not args.instances and args.generate is None:
         raise BadInput("instance: give instance files or --generate ibm")
@@ -735,7 +735,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: mipopt.formulations.MODELS' names (a test keeps them equal; importing it here would load Pyomo).
+#: mipopt.exact.models.MODELS' names (a test keeps them equal; importing it here would load Pyomo).
 MODEL_NAMES = ("grmu", "grmu-slots", "grmu-paper")
 
 
@@ -971,7 +971,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Solve each instance with the tight GRMU model (lexicographic acceptance, hardware, "
         "migrations), run each heuristic on it, verify every solution, and print per method the mean "
         "acceptance and hardware gaps to the optimum, how often it reached the optimum and the median "
-        "runtime. Rows of an unproven optimum compare against its incumbent; see mipopt.bench.",
+        "runtime. Rows of an unproven optimum compare against its incumbent; see mipopt.compare.",
     )
     p.add_argument("instances", nargs="*", metavar="instance", help="instance files (and/or --generate)")
     p.add_argument("--generate", choices=["ibm"], help="also generated instances: the IBM WPM set-up")
@@ -1030,6 +1030,3 @@ def _run(args: argparse.Namespace) -> int:
         print(f"mipopt: error: cannot write {target}: {err.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-
-if __name__ == "__main__":
-    sys.exit(main())

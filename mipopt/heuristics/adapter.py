@@ -37,9 +37,9 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile
 from mipopt.geometry import NO_START, tables_for
+from mipopt.heuristics.policy import Policy, register
 from mipopt.instance import Workload
-from mipopt.policies.cluster import Cluster
-from mipopt.policies.online import Policy, register
+from mipopt.state.cluster import Cluster
 
 __all__ = ["Adapter", "chain"]
 

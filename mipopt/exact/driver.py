@@ -35,10 +35,10 @@ from pyomo.core.expr.visitor import identify_variables
 from pyomo.repn import generate_standard_repn
 
 from mipopt.errors import InstanceError
-from mipopt.formulations import MODELS, OBJECTIVES, SENSE, Formulation, GrmuModel, build, build_grmu
-from mipopt.formulations.config import ConfigModel, build_config
+from mipopt.exact.models import MODELS, OBJECTIVES, SENSE, Formulation, GrmuModel, build, build_grmu
+from mipopt.exact.models.config import ConfigModel, build_config
+from mipopt.exact.preprocess.indexing import TooManyMultisets
 from mipopt.instance import Instance, Solution, StageResult, Status, Termination
-from mipopt.preprocess.indexing import TooManyMultisets
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
 from mipopt.verify import evaluate, no_solution, solution_for
 
@@ -627,8 +627,8 @@ def _portfolio(work: Instance, run: _Run) -> Iterator[tuple[str, Placed]]:
     """The placements of the fast heuristics (running workloads where they run), within
     :data:`PORTFOLIO_SHARE` of the time limit: a heuristic runs only if, at the pace of the
     slowest so far (for the first, :data:`PORTFOLIO_S_PER_WORKLOAD`), it ends within that share."""
-    from mipopt.policies import BATCH
-    from mipopt.policies.online import make_policy, run_batch
+    from mipopt.heuristics import BATCH
+    from mipopt.heuristics.policy import make_policy, run_batch
 
     left = run.left()
     budget = None if left is None else left * PORTFOLIO_SHARE

@@ -2,7 +2,7 @@
 
 A formulation knows nothing of the backend that solves it (:mod:`mipopt.solvers`).
 It exposes the objectives as named Pyomo expressions so that a driver
-(:mod:`mipopt.exact`) can optimize them lexicographically, as a weighted sum, or
+(:mod:`mipopt.exact.driver`) can optimize them lexicographically, as a weighted sum, or
 under epsilon constraints. Every formulation satisfies :class:`Formulation`.
 """
 
@@ -14,12 +14,12 @@ from typing import Protocol
 import pyomo.environ as pyo
 
 from mipopt.errors import InstanceError
-from mipopt.formulations.grmu import OBJECTIVES, SENSE, GrmuModel, build_grmu
+from mipopt.exact.models.grmu_slots import OBJECTIVES, SENSE, GrmuModel, build_grmu
 from mipopt.instance import Instance
 
 
 class Formulation(Protocol):
-    """What :mod:`mipopt.exact` needs from a built model."""
+    """What :mod:`mipopt.exact.driver` needs from a built model."""
 
     instance: Instance
     model: pyo.ConcreteModel
@@ -34,13 +34,13 @@ class Formulation(Protocol):
 
 
 def _build_config(instance: Instance) -> Formulation:
-    from mipopt.formulations.config import build_config
+    from mipopt.exact.models.config import build_config
 
     return build_config(instance, mode="detailed")
 
 
 def _build_grmu_paper(instance: Instance) -> Formulation:
-    from mipopt.formulations.grmu_paper import build_grmu_paper
+    from mipopt.exact.models.grmu_paper import build_grmu_paper
 
     return build_grmu_paper(instance)
 

@@ -1,7 +1,7 @@
 """Heuristics against the proven optimum: every method on the same instances, verified, with gaps.
 
 :func:`compare_methods` solves each instance with the tight GRMU model (the *reference*,
-lexicographic ``acceptance, hardware, migrations``, :func:`mipopt.exact.solve_exact`), runs
+lexicographic ``acceptance, hardware, migrations``, :func:`mipopt.exact.driver.solve_exact`), runs
 each named heuristic on it, passes every solution through :func:`mipopt.verify.verify` and
 returns one :class:`GapRow` per (instance, method) with the verifier's numbers and the gaps
 to the reference. A solution the verifier rejects is an error (:class:`InvalidSolutionError`),
@@ -12,9 +12,9 @@ Method names (:func:`resolve_method`), as ``mipopt solve --method`` reads them:
 * ``exact``: the reference itself; ``exact-initial``: the tight model with the running
   workloads fixed where they run (the WPM use case ``initial``), the best any method that
   does not migrate can do;
-* a batch heuristic of :data:`mipopt.policies.BATCH` (``first-fit``, ``ibm-first-fit``,
+* a batch heuristic of :data:`mipopt.heuristics.BATCH` (``first-fit``, ``ibm-first-fit``,
   ``load-balanced``, ``ibm-initial``, ``ibm-joint``, ...);
-* an online policy in batch mode (:func:`mipopt.policies.online.run_batch`): ``ff``, ``mfi``,
+* an online policy in batch mode (:func:`mipopt.heuristics.policy.run_batch`): ``ff``, ``mfi``,
   ``grmu:heavy=0.3``, ``adapter(ff)``, ...; ``online:NAME`` forces the policy where a batch
   heuristic has the same name (``online:ibm-initial``, IBM's rule applied per arrival).
 
@@ -111,8 +111,8 @@ def heuristic_names() -> list[str]:
     The online ``ibm-initial`` appears as ``online:ibm-initial`` (the batch heuristic of the
     same name sorts all new workloads first; the policy sees one arrival at a time).
     """
-    from mipopt.policies import BATCH
-    from mipopt.policies.online import policy_names
+    from mipopt.heuristics import BATCH
+    from mipopt.heuristics.policy import policy_names
 
     batch = [n for n in BATCH if n not in MOVE_ONLY]
     policies = [ONLINE_PREFIX + n if n in BATCH else n for n in policy_names() if n != "adapter"]
@@ -169,11 +169,11 @@ def resolve_method(
     InstanceError
         Naming ``path`` for an unknown name or a malformed policy option.
     """
-    from mipopt.policies import BATCH
-    from mipopt.policies.online import make_policy, policy_names, run_batch
+    from mipopt.heuristics import BATCH
+    from mipopt.heuristics.policy import make_policy, policy_names, run_batch
 
     if name in EXACT_VARIANTS:
-        from mipopt.exact import solve_exact
+        from mipopt.exact.driver import solve_exact
 
         use_case = EXACT_VARIANTS[name]
         opts = options or SolverOptions()

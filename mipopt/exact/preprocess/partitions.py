@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from mipopt.catalog import GpuModel, Profile
+from mipopt.exact.preprocess.candidates import FixedState, fixed_states
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance
-from mipopt.preprocess.candidates import FixedState, fixed_states
 
 __all__ = [
     "GpuPartitions",
@@ -282,7 +282,7 @@ def gpu_partitions(
     fixed
         Ids of the workloads that stay; None for **all running workloads**, as in
         the WPM paper, where pre-existing workloads partition G' (this differs from
-        :func:`mipopt.preprocess.candidates`, whose default is the pinned ones).
+        :func:`mipopt.exact.preprocess.candidates`, whose default is the pinned ones).
     merged
         Merge runs where Assumption 1 holds (see the module docstring).
 

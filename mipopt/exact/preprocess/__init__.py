@@ -1,16 +1,16 @@
 """Preprocessing shared by the exact models: what can still go where, and what is interchangeable.
 
-* :mod:`~mipopt.preprocess.candidates`: per GPU and per movable workload, the
+* :mod:`~mipopt.exact.preprocess.candidates`: per GPU and per movable workload, the
   placements legal around the workloads that cannot move;
-* :mod:`~mipopt.preprocess.partitions`: IBM's free partitions P_g of partially
+* :mod:`~mipopt.exact.preprocess.partitions`: IBM's free partitions P_g of partially
   used GPUs (WPM paper, Alg. 1) and their merged form;
-* :mod:`~mipopt.preprocess.classes`: equivalence classes of new workloads, empty
+* :mod:`~mipopt.exact.preprocess.classes`: equivalence classes of new workloads, empty
   GPUs and empty hosts.
 
 See ``models/preprocess.md``.
 """
 
-from mipopt.preprocess.candidates import (
+from mipopt.exact.preprocess.candidates import (
     Candidate,
     Candidates,
     FixedState,
@@ -21,7 +21,7 @@ from mipopt.preprocess.candidates import (
     fixed_states,
     open_placements,
 )
-from mipopt.preprocess.classes import (
+from mipopt.exact.preprocess.classes import (
     GpuClass,
     HostClass,
     Shape,
@@ -33,7 +33,7 @@ from mipopt.preprocess.classes import (
     running_classes,
     workload_classes,
 )
-from mipopt.preprocess.indexing import (
+from mipopt.exact.preprocess.indexing import (
     GpuIndex,
     IndexReport,
     IndexResult,
@@ -43,7 +43,7 @@ from mipopt.preprocess.indexing import (
     index_solution,
     profile_multisets,
 )
-from mipopt.preprocess.partitions import (
+from mipopt.exact.preprocess.partitions import (
     GpuPartitions,
     Partition,
     free_partitions,

@@ -4,12 +4,12 @@ No objective of GRMU (Eqs. 3-5) depends on start slots, so a GPU's state can be 
 multiset of profiles it holds, as long as that multiset can be indexed into legal
 starts around the GPU's pinned instances. Indexability is closed under removal, so a
 GPU only needs to choose among the *maximal* indexable multisets of its type
-(:func:`~mipopt.preprocess.indexing.maximal_multisets`: 44 on an empty A100-80GB);
+(:func:`~mipopt.exact.preprocess.indexing.maximal_multisets`: 44 on an empty A100-80GB);
 whatever it holds, per profile, is at most what the chosen configuration offers.
 Start slots come back afterwards, per GPU, from the exact indexing search, keeping
 running workloads on their own starts wherever possible. See ``models/grmu.md``.
 
-Three variants of one builder serve the staged solve of :mod:`mipopt.exact`:
+Three variants of one builder serve the staged solve of :mod:`mipopt.exact.driver`:
 
 * ``aggregate``: every movable running workload joins the pool of its shape (it must
   be placed, anywhere); GPUs of one host and one type (model, pinned instances) are
@@ -38,9 +38,16 @@ from typing import Literal
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
+from mipopt.exact.preprocess import (
+    Shape,
+    fixed_ids,
+    fixed_states,
+    host_classes,
+    movable_shapes,
+    placement_key,
+)
+from mipopt.exact.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.instance import Instance, Workload
-from mipopt.preprocess import Shape, fixed_ids, fixed_states, host_classes, movable_shapes, placement_key
-from mipopt.preprocess.indexing import index_keeping, maximal_multisets
 
 Mode = Literal["aggregate", "restricted", "detailed"]
 MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed")
@@ -105,7 +112,7 @@ class ConfigModel:
         workloads they keep best); stayers stay; a shape's counted items on a host go to
         its leavers from that host first, then to other leavers, then to accepted new
         workloads; each GPU's content is indexed keeping the most running workloads on
-        their own starts (:func:`~mipopt.preprocess.indexing.index_keeping`).
+        their own starts (:func:`~mipopt.exact.preprocess.indexing.index_keeping`).
         """
         m = self.model
         config_of: dict[str, Vector] = {}

@@ -3,7 +3,7 @@
 Every policy places an instance at the driver's default start (GRMU Eq. 2, the
 start that leaves the highest CC, ``tables_for(model).default_start``); they
 differ in the GPU they pick, among the GPUs where every rule of
-:meth:`Cluster.legal <mipopt.policies.cluster.Cluster.legal>` allows that start:
+:meth:`Cluster.legal <mipopt.state.cluster.Cluster.legal>` allows that start:
 
 * ``ff``: hosts and GPUs in order, the first GPU where the profile fits;
 * ``bf``: the GPU with the fewest free memory slots after placing;
@@ -31,9 +31,9 @@ import numpy.typing as npt
 
 from mipopt.catalog import GpuModel
 from mipopt.geometry import NO_START, GeometryTables, tables_for
+from mipopt.heuristics.policy import Decision, Policy, register
 from mipopt.instance import Workload
-from mipopt.policies.cluster import Cluster, Group, Move
-from mipopt.policies.online import Decision, Policy, register
+from mipopt.state.cluster import Cluster, Group, Move
 
 __all__ = ["BestFit", "FirstFit", "Grmu", "MaxCC", "MaxExpectedCC"]
 
@@ -215,7 +215,7 @@ class Grmu(Policy):
       full, and the emptied GPU goes back to the pool.
 
     Both migrations run through the migration planner
-    (:meth:`Cluster.migrate <mipopt.policies.cluster.Cluster.migrate>`, create before
+    (:meth:`Cluster.migrate <mipopt.state.cluster.Cluster.migrate>`, create before
     destroy). A rearrangement that is a cycle of waits (two workloads trading slots, or
     one moving onto slots it holds) parks a workload in free space on the way, or, with
     no free space anywhere it may go, drains it (a disruptive move); the cluster counts

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mipopt import render
 from mipopt.catalog import Profile
 from mipopt.instance import Gpu, Instance
 from mipopt.migrate.plan import KINDS, Plan, Spot
+from mipopt.render import placement as render
 
 __all__ = ["format_operations", "nvml_operations", "plan_png", "plan_states", "plan_text", "png_gpus"]
 

@@ -7,7 +7,7 @@ can be chosen afterwards. This module is that step and its check:
 
 * :func:`index_gpu`: starts for the items of one GPU around its fixed
   (unmovable) instances. Items go largest profile first, each trying its starts
-  in Table 1's preference order (:func:`~mipopt.preprocess.partitions.preference_order`),
+  in Table 1's preference order (:func:`~mipopt.exact.preprocess.partitions.preference_order`),
   with backtracking over the geometry tables' legal-start bitmasks, so an
   indexing is found whenever one exists. When none exists it returns the
   smallest set of items to drop (the repair primitive), why each could not be
@@ -31,10 +31,10 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from mipopt.catalog import GpuModel
+from mipopt.exact.preprocess.candidates import FixedState, fixed_ids, fixed_states
+from mipopt.exact.preprocess.partitions import preference_order
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance
-from mipopt.preprocess.candidates import FixedState, fixed_ids, fixed_states
-from mipopt.preprocess.partitions import preference_order
 
 __all__ = [
     "GpuIndex",
@@ -380,7 +380,7 @@ def index_gpu(
 
     Items are placed largest profile first (compute, then memory slots, then
     catalog order; ties keep the given order), each trying its starts in Table 1's
-    preference order (:func:`~mipopt.preprocess.partitions.preference_order`, a
+    preference order (:func:`~mipopt.exact.preprocess.partitions.preference_order`, a
     ``prefer``-red start first, starts that touch ``avoid`` last), depth-first with
     backtracking. The search is
     exhaustive, so it finds an indexing whenever any exists; among the
@@ -401,7 +401,7 @@ def index_gpu(
     model
         The GPU model.
     fixed
-        The unmovable instances: a :class:`~mipopt.preprocess.FixedState`, a mapping
+        The unmovable instances: a :class:`~mipopt.exact.preprocess.FixedState`, a mapping
         ``workload id -> (profile index, start)``, or None for an empty GPU.
     items
         ``(workload id, profile index)`` pairs to index, in priority order.
@@ -582,7 +582,7 @@ def index_solution(
         own GPU (it is skipped: it is already there) but not on another.
     fixed
         Running workloads that keep their GPU and start; None for the pinned ones
-        (as :func:`~mipopt.preprocess.candidates`).
+        (as :func:`~mipopt.exact.preprocess.candidates`).
     keep_starts
         A running workload whose content GPU is its current GPU tries its current
         start first (no move inside the GPU when one is not needed), and the slots

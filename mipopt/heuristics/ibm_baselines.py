@@ -19,7 +19,7 @@ paper's initial-deployment runs of these baselines.
 How mipopt reads what the paper leaves open:
 
 * "index 0 upwards": among the legal free starts, the lowest; unlike
-  :func:`mipopt.policies.first_fit`, not the driver's preferred start;
+  :func:`mipopt.heuristics.first_fit`, not the driver's preferred start;
 * "by their respective IDs": ids in natural order (digit runs compared as numbers,
   so ``g2`` comes before ``g10``); for ids whose numbers have equal widths, as
   the IBM generator writes them, this is plain string order;
@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import time
 
+from mipopt.heuristics.base import completed
 from mipopt.instance import Instance, Solution
-from mipopt.policies.base import completed
-from mipopt.policies.cluster import Cluster, id_key
+from mipopt.state.cluster import Cluster, id_key
 
 __all__ = ["ibm_first_fit", "id_key", "load_balanced"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from mipopt.geometry import NO_START, tables_for
+from mipopt.heuristics.base import completed
 from mipopt.instance import Instance, Solution
-from mipopt.policies.base import completed
 
 METHOD = "first-fit (hosts and GPUs in order, driver default start)"
 
