@@ -119,7 +119,7 @@ def heuristic_names() -> list[str]:
     return [*batch, *policies, *WRAPPED]
 
 
-def parse_methods(text: str, path: str = "--methods") -> list[str]:
+def parse_methods(text: str, path: str = "methods") -> list[str]:
     """Split a comma-separated method list; ``all`` expands to :func:`heuristic_names`.
 
     A policy's options contain commas too (``grmu:heavy=0.3,consolidation=24``): a piece of the
@@ -153,7 +153,7 @@ def resolve_method(
     solver: str = "highs",
     options: SolverOptions | None = None,
     seed: int = 0,
-    path: str = "--methods",
+    path: str = "methods",
 ) -> Method:
     """The method called ``name`` (see the module docstring for the names).
 
@@ -331,11 +331,11 @@ def compare_methods(
     try:
         options = SolverOptions(time_limit_s=time_limit_s, threads=threads, seed=seed)
     except ValueError as err:
-        raise InstanceError("--time-limit" if "time_limit" in str(err) else "--threads", str(err)) from None
+        raise InstanceError("time_limit_s" if "time_limit" in str(err) else "threads", str(err)) from None
     from mipopt.solvers import BACKENDS
 
     if solver not in BACKENDS:
-        raise InstanceError("--solver", f"unknown solver {solver!r} (known: {', '.join(BACKENDS)})")
+        raise InstanceError("solver", f"unknown solver {solver!r} (known: {', '.join(BACKENDS)})")
     names = [EXACT, *(m for m in methods if m != EXACT)]
     resolved = [resolve_method(n, solver=solver, options=options, seed=seed) for n in names]
     total, done = len(instances) * len(resolved), 0

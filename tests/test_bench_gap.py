@@ -200,9 +200,9 @@ def test_method_lists() -> None:
         "ff",
         "adapter(mfi)",
     ]
-    with pytest.raises(InstanceError, match=r"^--methods: method 'ff' is named twice$"):
+    with pytest.raises(InstanceError, match=r"^methods: method 'ff' is named twice$"):
         parse_methods("ff,mfi,ff")
-    with pytest.raises(InstanceError, match=r"^--methods: unknown method 'nope'"):
+    with pytest.raises(InstanceError, match=r"^methods: unknown method 'nope'"):
         compare_methods([load_instance(FIG2B)], ["nope"])
 
 

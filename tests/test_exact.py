@@ -88,12 +88,12 @@ def test_weighted_prefers_saving_hardware_when_it_pays() -> None:
     [
         (
             "lex:foo",
-            "--objective: unknown objective 'foo' (known: acceptance, hardware, migrations, intra_moves)",
+            "objective: unknown objective 'foo' (known: acceptance, hardware, migrations, intra_moves)",
         ),
-        ("lex:acceptance,acceptance", "--objective: 'acceptance' appears twice"),
-        ("lex:acceptance@2", "--objective: tolerance of acceptance must be in [0, 1), got 2"),
-        ("weighted:1,x", "--objective: weights must be numbers, got '1,x'"),
-        ("max:acceptance", "--objective: must start with lex: or weighted:, got 'max:acceptance'"),
+        ("lex:acceptance,acceptance", "objective: 'acceptance' appears twice"),
+        ("lex:acceptance@2", "objective: tolerance of acceptance must be in [0, 1), got 2"),
+        ("weighted:1,x", "objective: weights must be numbers, got '1,x'"),
+        ("max:acceptance", "objective: must start with lex: or weighted:, got 'max:acceptance'"),
     ],
 )
 def test_bad_objective_specs(text: str, message: str) -> None:

@@ -234,12 +234,12 @@ def test_time_limited_points_are_marked_unproven(monkeypatch: pytest.MonkeyPatch
 @pytest.mark.parametrize(
     ("objectives", "message"),
     [
-        ("acceptance", "--objectives: a front needs 2 or 3 objectives, e.g. acceptance,hardware; got 1"),
+        ("acceptance", "objectives: a front needs 2 or 3 objectives, e.g. acceptance,hardware; got 1"),
         (
             "acceptance,power",
-            "--objectives: unknown objective 'power' (known: acceptance, hardware, migrations)",
+            "objectives: unknown objective 'power' (known: acceptance, hardware, migrations)",
         ),
-        ("hardware,hardware", "--objectives: each objective at most once, got hardware,hardware"),
+        ("hardware,hardware", "objectives: each objective at most once, got hardware,hardware"),
     ],
 )
 def test_bad_objectives(objectives: str, message: str) -> None:

@@ -78,7 +78,7 @@ def test_new_workloads_are_counted_per_class() -> None:
 
 
 def test_unknown_use_case() -> None:
-    with pytest.raises(InstanceError, match=r"--use-case: unknown use case 'shuffle'"):
+    with pytest.raises(InstanceError, match=r"use_case: unknown use case 'shuffle'"):
         build_wpm(_case("fbk_fig3"), "shuffle")
 
 

@@ -35,6 +35,31 @@ class BadInput(Exception):
     """Bad input to report in one line and exit 2."""
 
 
+#: The library's parameter names and the flags that set them.
+FLAGS = {
+    "objective": "--objective",
+    "objectives": "--objectives",
+    "model": "--model",
+    "use_case": "--use-case",
+    "policy": "--policy",
+    "method": "--method",
+    "methods": "--methods",
+    "time_limit_s": "--time-limit",
+    "threads": "--threads",
+    "solver": "--solver",
+    "workload": "--workload",
+    "semantics": "--semantics",
+    "max_points": "--max-points",
+}
+
+
+def _flagged(err: ValueError) -> str:
+    """The library's error, naming the flag where the library names its parameter."""
+    if isinstance(err, InstanceError) and err.path in FLAGS:
+        return f"{FLAGS[err.path]}: {err.rule}"
+    return str(err)
+
+
 def _load_instance(path: str) -> Instance:
     try:
         return load_instance(path)
@@ -292,7 +317,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         try:
             sol = run_batch(make_policy(args.method, "--method"), inst, seed=args.seed or 0)
         except InstanceError as err:
-            raise BadInput(str(err)) from None
+            raise BadInput(_flagged(err)) from None
     else:
         sol = _solve_exact(inst, args)
     plan = _plan(inst, sol, "--plan", args.semantics, "graph", None) if args.plan else None
@@ -354,10 +379,9 @@ def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
                 progress=_print_stage if show else None,
             )
         except InstanceError as err:  # the library names its parameters; say the flag
-            flag = {"model": "--model", "use_case": "--use-case", "objective": "--objective"}
-            raise BadInput(f"{flag.get(err.path, err.path)}: {err.rule}") from None
+            raise BadInput(_flagged(err)) from None
         except ValueError as err:
-            raise BadInput(str(err)) from None
+            raise BadInput(_flagged(err)) from None
 
 
 def _print_stage(event: StageEvent) -> None:
@@ -514,7 +538,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         objectives = parse_objectives(args.objectives)
     except InstanceError as err:
-        raise BadInput(str(err)) from None
+        raise BadInput(_flagged(err)) from None
     inst = _load_instance(args.instance)
     csv_path, png_path = args.csv, args.png
     if args.out_dir:
@@ -536,7 +560,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             max_points=max_points,
         )
     except (InstanceError, ValueError) as err:
-        raise BadInput(str(err)) from None
+        raise BadInput(_flagged(err)) from None
     finally:
         if bar is not None:
             bar.close()
@@ -630,7 +654,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             args.workload, args.policy, runs=args.runs, seed=args.seed, progress=progress, **options
         )
     except (InstanceError, ValueError) as err:
-        raise BadInput(str(err)) from None
+        raise BadInput(_flagged(err)) from None
     finally:
         if bar is not None:
             bar.close()
@@ -695,7 +719,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         methods = parse_methods(args.methods)
     except InstanceError as err:
-        raise BadInput(str(err)) from None
+        raise BadInput(_flagged(err)) from None
     instances = [_load_instance(path) for path in args.instances]
     if args.generate is not None:
         from mipopt.workloads import ibm_instance
@@ -719,7 +743,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             progress=progress,
         )
     except InstanceError as err:
-        raise BadInput(str(err)) from None
+        raise BadInput(_flagged(err)) from None
     finally:
         if bar is not None:
             bar.close()
@@ -1029,4 +1053,3 @@ def _run(args: argparse.Namespace) -> int:
         target = err.filename or ""
         print(f"mipopt: error: cannot write {target}: {err.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT
-

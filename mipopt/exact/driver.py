@@ -68,7 +68,7 @@ def parse_objective(text: str) -> ObjectiveSpec:
     Raises
     ------
     InstanceError
-        Naming ``--objective`` and what is wrong.
+        Naming ``objective`` and what is wrong.
     """
     mode, _, rest = text.partition(":")
     items = [x.strip() for x in rest.split(",") if x.strip()]
@@ -78,35 +78,35 @@ def parse_objective(text: str) -> ObjectiveSpec:
             name, _, tol = item.partition("@")
             if name not in OBJECTIVES:
                 raise InstanceError(
-                    "--objective", f"unknown objective {name!r} (known: {', '.join(OBJECTIVES)})"
+                    "objective", f"unknown objective {name!r} (known: {', '.join(OBJECTIVES)})"
                 )
             if name in names:
-                raise InstanceError("--objective", f"{name!r} appears twice")
+                raise InstanceError("objective", f"{name!r} appears twice")
             try:
                 value = float(tol) if tol else 0.0
             except ValueError:
-                raise InstanceError("--objective", f"tolerance {tol!r} of {name} is not a number") from None
+                raise InstanceError("objective", f"tolerance {tol!r} of {name} is not a number") from None
             if not 0 <= value < 1:
-                raise InstanceError("--objective", f"tolerance of {name} must be in [0, 1), got {value:g}")
+                raise InstanceError("objective", f"tolerance of {name} must be in [0, 1), got {value:g}")
             names.append(name)
             tols.append(value)
         if not names:
             raise InstanceError(
-                "--objective", "lex: needs at least one objective, e.g. lex:acceptance,hardware"
+                "objective", "lex: needs at least one objective, e.g. lex:acceptance,hardware"
             )
         return ObjectiveSpec("lex", tuple(names), tuple(tols))
     if mode == "weighted":
         try:
             weights = [float(x) for x in items]
         except ValueError:
-            raise InstanceError("--objective", f"weights must be numbers, got {rest!r}") from None
+            raise InstanceError("objective", f"weights must be numbers, got {rest!r}") from None
         if not 1 <= len(weights) <= len(OBJECTIVES) or any(w < 0 for w in weights):
             raise InstanceError(
-                "--objective",
+                "objective",
                 "weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, intra_moves)",
             )
         return ObjectiveSpec("weighted", OBJECTIVES[: len(weights)], tuple(weights))
-    raise InstanceError("--objective", f"must start with lex: or weighted:, got {text!r}")
+    raise InstanceError("objective", f"must start with lex: or weighted:, got {text!r}")
 
 
 #: Fast heuristics whose best placement (by the objective's order) seeds every stage.

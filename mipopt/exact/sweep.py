@@ -315,19 +315,19 @@ def parse_objectives(text: str | Sequence[str]) -> tuple[str, ...]:
     Raises
     ------
     InstanceError
-        Naming ``--objectives`` and the rule.
+        Naming ``objectives`` and the rule.
     """
     names = tuple(x.strip() for x in text.split(",")) if isinstance(text, str) else tuple(text)
     for n in names:
         if n not in SWEEP_OBJECTIVES:
             raise InstanceError(
-                "--objectives", f"unknown objective {n!r} (known: {', '.join(SWEEP_OBJECTIVES)})"
+                "objectives", f"unknown objective {n!r} (known: {', '.join(SWEEP_OBJECTIVES)})"
             )
     if len(set(names)) != len(names):
-        raise InstanceError("--objectives", f"each objective at most once, got {','.join(names)}")
+        raise InstanceError("objectives", f"each objective at most once, got {','.join(names)}")
     if not 2 <= len(names) <= 3:
         raise InstanceError(
-            "--objectives", f"a front needs 2 or 3 objectives, e.g. acceptance,hardware; got {len(names)}"
+            "objectives", f"a front needs 2 or 3 objectives, e.g. acceptance,hardware; got {len(names)}"
         )
     return names
 
@@ -554,18 +554,18 @@ def sweep(
     Raises
     ------
     InstanceError
-        Naming ``--objectives`` or ``--max-points`` for bad values, ``--model`` or ``--solver``
+        Naming ``objectives`` or ``max_points`` for bad values, ``model`` or ``solver``
         for unknown names.
     """
     names = parse_objectives(objectives)
     if max_points < 1:
-        raise InstanceError("--max-points", f"must be at least 1, got {max_points}")
+        raise InstanceError("max_points", f"must be at least 1, got {max_points}")
     try:
         from mipopt.solvers import get_backend
 
         get_backend(solver)
     except ValueError as err:
-        raise InstanceError("--solver", str(err)) from None
+        raise InstanceError("solver", str(err)) from None
     t0 = time.perf_counter()
     s = _Sweeper(instance, names, model, solver, options or SolverOptions(), max_points, progress)
     s.run()

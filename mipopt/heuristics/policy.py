@@ -113,7 +113,7 @@ def policy_names() -> list[str]:
 _SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)(?::(?P<options>.*))?$")
 
 
-def make_policy(spec: str, path: str = "--policy") -> Policy:
+def make_policy(spec: str, path: str = "policy") -> Policy:
     """A policy from its name and options: ``mfi``, ``grmu:heavy=0.3``, ``adapter(ff)``.
 
     Raises

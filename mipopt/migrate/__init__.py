@@ -85,9 +85,9 @@ def plan_migration(
         or an argument is unknown.
     """
     if semantics not in SEMANTICS:
-        raise InstanceError("--semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
+        raise InstanceError("semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
     if method not in METHODS:
-        raise InstanceError("--method", f"must be one of {', '.join(METHODS)}, got {method!r}")
+        raise InstanceError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
     t0 = time.perf_counter()
     placed = _checked_target(instance, target)
     current = instance.current_placement()

@@ -39,7 +39,7 @@ def _sources() -> dict[str, Callable[..., Trace]]:
 SOURCES = ("fbk", "poisson", "alibaba")
 
 
-def make_trace(spec: str, seed: int, path: str = "--workload") -> Trace:
+def make_trace(spec: str, seed: int, path: str = "workload") -> Trace:
     """The trace a workload spec names, generated with ``seed`` (sources without randomness ignore it).
 
     Raises

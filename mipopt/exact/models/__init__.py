@@ -59,10 +59,10 @@ def build(name: str, instance: Instance) -> Formulation:
     Raises
     ------
     InstanceError
-        Naming ``--model`` when the name is unknown.
+        Naming ``model`` when the name is unknown.
     """
     if name not in MODELS:
-        raise InstanceError("--model", f"unknown model {name!r} (known: {', '.join(MODELS)})")
+        raise InstanceError("model", f"unknown model {name!r} (known: {', '.join(MODELS)})")
     return MODELS[name][0](instance)
 
 

@@ -365,10 +365,10 @@ def build_wpm(
     Raises
     ------
     InstanceError
-        Naming ``--use-case`` when it is unknown.
+        Naming ``use_case`` when it is unknown.
     """
     if use_case not in USE_CASES:
-        raise InstanceError("--use-case", f"unknown use case {use_case!r} (known: {', '.join(USE_CASES)})")
+        raise InstanceError("use_case", f"unknown use case {use_case!r} (known: {', '.join(USE_CASES)})")
     wt = weights or WpmWeights()
     moving = use_case != "initial"
     moving_ids = [w.id for w in instance.running if moving and not w.pinned]
