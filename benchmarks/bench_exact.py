@@ -86,7 +86,7 @@ from mipopt.exact.driver import parse_objective, solve_exact
 from mipopt.exact.models import MODELS, build
 from mipopt.instance import Instance, Solution, Status
 from mipopt.solvers import SolverOptions
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads import alibaba_snapshot, hard_instance, ibm_instance
 
 SECTION = "exact"

@@ -8,7 +8,7 @@ every replay of a setting uses the same trace. As the paper's simulator (Cloudy)
 the last request has been decided, departures after the last arrival are dropped: the hourly
 series, the hardware area (Table 6) and the rates cover the arrival window only.
 
-Parts (``--parts``), each a list of :func:`mipopt.simulate.simulate` replays:
+Parts (``--parts``), each a list of :func:`mipopt.simulation.simulate` replays:
 
 * ``basket`` (Figs. 6-8): ``grmu:heavy=H,defrag=false`` for H in ``--heavy`` (20-80 %),
   consolidation off: overall acceptance, average active hardware rate (mean over the hours
@@ -58,7 +58,7 @@ import pandas as pd
 from mipopt._fields import parse_options
 from mipopt.heuristics.policy import make_policy
 from mipopt.io import write_atomic
-from mipopt.simulate import simulate
+from mipopt.simulation import simulate
 from mipopt.workloads import alibaba_trace
 from mipopt.workloads.alibaba import NODE_FILE, POD_FILE
 from mipopt.workloads.trace import Trace

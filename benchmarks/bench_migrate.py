@@ -20,7 +20,7 @@ For each case the graph planner runs ``--repeats`` times (fewer when the runs pa
 ``--repeat-budget`` seconds; the row keeps the median runtime and the number of runs),
 and the exact planner once (up to ``--exact-max-gpus``, ``--exact-time-limit``) when
 :mod:`mipopt.migrate.optimal` is present. Every plan is replayed by
-:func:`mipopt.verify.verify_plan` against the target; an invalid plan, or a replay whose
+:func:`mipopt.verifier.verify_plan` against the target; an invalid plan, or a replay whose
 counts differ from the plan's own metrics, stops the run with an error.
 
 **Target: a 1,000-GPU plan in under 2 s with the graph planner** (median per case; PASS/FAIL
@@ -58,7 +58,7 @@ from mipopt.heuristics.ibm_rules import ibm_compaction, ibm_reconfiguration
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status
 from mipopt.migrate import Plan, plan_migration
 from mipopt.solvers import SolverOptions
-from mipopt.verify import verify, verify_plan
+from mipopt.verifier import verify, verify_plan
 from mipopt.workloads.ibm import ibm_instance
 from mipopt.workloads.layout import host_layout
 

@@ -55,7 +55,7 @@ from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import NO_START, reference, tables_for
 from mipopt.heuristics.policy import Decision, Policy, make_policy
 from mipopt.instance import Instance, InstanceBuilder, Workload
-from mipopt.simulate import simulate
+from mipopt.simulation import simulate
 from mipopt.state.cluster import Cluster
 from mipopt.workloads import alibaba_trace, fbk_trace
 from mipopt.workloads.alibaba import NODE_FILE, POD_FILE

@@ -43,7 +43,7 @@ from mipopt.exact.wpm.solve import solve_wpm
 from mipopt.heuristics import ibm_first_fit, load_balanced
 from mipopt.instance import Instance, Solution, Termination
 from mipopt.solvers import SolverOptions
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
 SECTION = "wpm"

@@ -1,6 +1,73 @@
-"""mipopt: optimal and heuristic placement of workloads onto NVIDIA MIG instances."""
+"""mipopt: optimal and heuristic placement of workloads onto NVIDIA MIG instances.
 
-from mipopt.errors import InstanceError
+The public API is re-exported here from where each part lives; ``import mipopt`` itself is
+cheap, and each name imports its module on first use (so ``mipopt info`` never loads a
+solver).
+
+Examples
+--------
+>>> import mipopt
+>>> inst = mipopt.load_instance("instances/quickstart.json")
+>>> sol = mipopt.solve(inst, method="first-fit")
+>>> mipopt.verify(inst, sol).ok
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["InstanceError", "__version__"]
+
+#: Public name -> module it lives in.
+_EXPORTS = {
+    "InstanceError": "mipopt.errors",
+    "load_instance": "mipopt.io",
+    "load_solution": "mipopt.io",
+    "Instance": "mipopt.instance",
+    "InstanceBuilder": "mipopt.instance",
+    "Solution": "mipopt.instance",
+    "Status": "mipopt.instance",
+    "Termination": "mipopt.instance",
+    "MethodSpec": "mipopt.registry",
+    "methods": "mipopt.registry",
+    "solve": "mipopt.registry",
+    "verify": "mipopt.verifier",
+    "plan_migration": "mipopt.migrate",
+    "sweep": "mipopt.exact.sweep",
+    "simulate": "mipopt.simulation.engine",
+    "make_policy": "mipopt.heuristics.policy",
+    "compare_methods": "mipopt.compare",
+    "get_model": "mipopt.catalog",
+}
+
+__all__ = ["__version__", "catalog", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from mipopt import catalog
+    from mipopt.catalog import get_model
+    from mipopt.compare import compare_methods
+    from mipopt.errors import InstanceError
+    from mipopt.exact.sweep import sweep
+    from mipopt.heuristics.policy import make_policy
+    from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
+    from mipopt.io import load_instance, load_solution
+    from mipopt.migrate import plan_migration
+    from mipopt.registry import MethodSpec, methods, solve
+    from mipopt.simulation.engine import simulate
+    from mipopt.verifier import verify
+
+
+def __getattr__(name: str) -> Any:
+    if name == "catalog":
+        return importlib.import_module("mipopt.catalog")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'mipopt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,7 +2,7 @@
 
 :func:`compare_methods` solves each instance with the tight GRMU model (the *reference*,
 lexicographic ``acceptance, hardware, migrations``, :func:`mipopt.exact.driver.solve_exact`), runs
-each named heuristic on it, passes every solution through :func:`mipopt.verify.verify` and
+each named heuristic on it, passes every solution through :func:`mipopt.verifier.verify` and
 returns one :class:`GapRow` per (instance, method) with the verifier's numbers and the gaps
 to the reference. A solution the verifier rejects is an error (:class:`InvalidSolutionError`),
 never a row.
@@ -51,7 +51,7 @@ from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.io import write_atomic
 from mipopt.solvers import SolverOptions
-from mipopt.verify import verify
+from mipopt.verifier import verify
 
 __all__ = [
     "EXACT",

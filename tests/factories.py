@@ -201,7 +201,7 @@ def proven_triple(inst: Instance, model: str, solver: str = "highs") -> tuple[fl
     """The lexicographic optimum (acceptance, hardware, migrations) of ``model``, proven and verified."""
     from mipopt.exact.driver import solve_exact
     from mipopt.instance import Status, Termination
-    from mipopt.verify import verify
+    from mipopt.verifier import verify
 
     sol = solve_exact(inst, model=model, solver=solver)
     report = verify(inst, sol)

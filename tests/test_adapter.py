@@ -10,7 +10,7 @@ from mipopt.heuristics.adapter import Adapter, chain
 from mipopt.heuristics.policy import make_policy, run_batch
 from mipopt.instance import InstanceBuilder
 from mipopt.state.cluster import Cluster
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
 

@@ -29,7 +29,7 @@ from mipopt.errors import InstanceError
 from mipopt.heuristics import BATCH, first_fit
 from mipopt.instance import Instance, Objectives, Solution, Status, Termination
 from mipopt.io import load_instance
-from mipopt.verify import no_solution, solution_for, verify
+from mipopt.verifier import no_solution, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
 
 ROOT = Path(__file__).resolve().parents[1]

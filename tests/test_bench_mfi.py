@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 from mipopt.heuristics.policy import make_policy
-from mipopt.simulate import simulate
+from mipopt.simulation import simulate
 from mipopt.workloads.fbk import fbk_trace
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mipopt.instance import Status, Termination
-from mipopt.verify import PlanReport, solution_for, verify
+from mipopt.verifier import PlanReport, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
 from tests.bench_scripts import digest, load
 

@@ -14,7 +14,7 @@ from mipopt.exact.driver import lattice_step, parse_objective, solve_exact
 from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, Status, Termination
 from mipopt.io import load_instance
-from mipopt.verify import verify
+from mipopt.verifier import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))

@@ -20,7 +20,7 @@ from mipopt.instance.parse import instance_to_dict
 from mipopt.io import load_solution, write_json
 from mipopt.solvers import SolverOptions
 from mipopt.solvers.stop import StopFlag
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads import ibm_instance
 
 

@@ -17,7 +17,7 @@ from mipopt.exact.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.instance import Instance, Status, Termination
 from mipopt.io import load_instance
 from mipopt.solvers import SolverOptions, get_backend
-from mipopt.verify import solution_for, verify
+from mipopt.verifier import solution_for, verify
 from mipopt.workloads import ibm_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"

@@ -18,7 +18,7 @@ from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance, load_solution
 from mipopt.solvers import get_backend
-from mipopt.verify import evaluate
+from mipopt.verifier import evaluate
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 # every committed instance: the paper form proves each in under ~2.5 s with HiGHS

@@ -6,7 +6,7 @@ import pytest
 
 from mipopt.heuristics.policy import make_policy
 from mipopt.instance import InstanceBuilder
-from mipopt.simulate import Request, Trace, simulate
+from mipopt.simulation import Request, Trace, simulate
 
 
 def half_full_trace(split_hosts: bool) -> Trace:

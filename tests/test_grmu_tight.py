@@ -14,7 +14,7 @@ from mipopt.exact.driver import solve_exact
 from mipopt.exact.models import build_grmu
 from mipopt.exact.preprocess import candidates
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination
-from mipopt.verify import evaluate, solution_for, verify
+from mipopt.verifier import evaluate, solution_for, verify
 
 DONE, FEASIBLE = Termination.COMPLETED, Status.FEASIBLE
 

@@ -17,7 +17,7 @@ from mipopt.heuristics import first_fit, ibm_first_fit, load_balanced
 from mipopt.heuristics.ibm_baselines import id_key
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
 from mipopt.io import load_instance
-from mipopt.verify import evaluate, verify
+from mipopt.verifier import evaluate, verify
 from mipopt.workloads.ibm import ibm_instance
 
 FIG7 = Path(__file__).resolve().parents[1] / "instances" / "ibm_fig7.json"

@@ -17,7 +17,7 @@ from mipopt.heuristics import ibm_compaction, ibm_initial, ibm_reconfiguration
 from mipopt.heuristics.ibm_rules import min_gpus
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
 from mipopt.io import load_instance
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"

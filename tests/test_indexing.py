@@ -24,7 +24,7 @@ from mipopt.exact.preprocess import (
     profile_multisets,
 )
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination
-from mipopt.verify import solution_for, verify
+from mipopt.verifier import solution_for, verify
 
 A100_40 = get_model("A100-40GB")
 A100_80 = get_model("A100-80GB")

@@ -30,7 +30,7 @@ from mipopt.errors import InstanceError
 from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder, instance_from_dict, instance_to_dict
 from mipopt.io import load_instance
-from mipopt.verify import verify
+from mipopt.verifier import verify
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
 BASE: dict[str, Any] = json.loads(QUICKSTART.read_text())

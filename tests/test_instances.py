@@ -14,7 +14,7 @@ import pytest
 from mipopt.geometry import reference as geo
 from mipopt.heuristics import first_fit
 from mipopt.io import load_instance, load_solution
-from mipopt.verify import verify
+from mipopt.verifier import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))

@@ -1,7 +1,7 @@
 """The graph migration planner on hand-made cases whose plans can be checked by hand.
 
 Every plan goes through its JSON form and back (plan_from_dict) and through the
-independent replay (mipopt.verify.verify_plan), whose counts must equal the plan's.
+independent replay (mipopt.verifier.verify_plan), whose counts must equal the plan's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from mipopt.errors import InstanceError
 from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.migrate import Plan, plan_from_dict, plan_migration
-from mipopt.verify import verify_plan
+from mipopt.verifier import verify_plan
 
 Spot = tuple[str, int]
 A100 = "A100-40GB"

@@ -1,6 +1,6 @@
 """The exact migration planner: proven optima on hand-made cases, never worse than the graph planner.
 
-Every plan is replayed by :func:`mipopt.verify.verify_plan`, and the optima are checked
+Every plan is replayed by :func:`mipopt.verifier.verify_plan`, and the optima are checked
 against a brute-force search over every state of a tiny cluster. A plan's key is
 (disruptions, rounds, extra moves, GB moved), compared lexicographically as the planner's
 objectives are ordered.
@@ -25,7 +25,7 @@ from mipopt.migrate import optimal as exact_module
 from mipopt.migrate.graph import graph_rounds
 from mipopt.migrate.optimal import build_migration_model, exact_rounds, plan_key
 from mipopt.solvers import SolveResult, get_backend
-from mipopt.verify import verify_plan
+from mipopt.verifier import verify_plan
 
 SOLVERS = ["highs", "cpsat"]
 Spot = tuple[str, int]

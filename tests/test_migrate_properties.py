@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mipopt.catalog import get_model
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination, Workload
 from mipopt.migrate import plan_from_dict, plan_migration
-from mipopt.verify import solution_for, verify, verify_plan
+from mipopt.verifier import solution_for, verify, verify_plan
 
 Spot = tuple[str, int]
 PROPERTY = settings(

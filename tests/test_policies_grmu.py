@@ -18,7 +18,7 @@ from mipopt.heuristics.grmu import HEAVY, LIGHT, POOL, Grmu, MaxExpectedCC
 from mipopt.heuristics.policy import make_policy, run_batch
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.state.cluster import Cluster
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
 A100 = get_model("A100-40GB")

@@ -18,7 +18,7 @@ from mipopt.heuristics.mfi import best_index
 from mipopt.heuristics.policy import make_policy, run_batch
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.state.cluster import Cluster
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
 A100 = "A100-80GB"

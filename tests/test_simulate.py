@@ -9,7 +9,7 @@ import pytest
 
 from mipopt.heuristics.policy import Decision, Policy
 from mipopt.instance import InstanceBuilder, Workload
-from mipopt.simulate import Request, SimulationError, Trace, simulate
+from mipopt.simulation import Request, SimulationError, Trace, simulate
 from mipopt.state.cluster import Cluster
 
 

@@ -19,7 +19,7 @@ import pytest
 from mipopt.heuristics.grmu import Grmu
 from mipopt.heuristics.policy import make_policy
 from mipopt.instance import InstanceBuilder
-from mipopt.simulate import Request, Trace, simulate
+from mipopt.simulation import Request, Trace, simulate
 from mipopt.state.cluster import PLAN_COUNTS, Cluster, Move
 
 COUNTS = ("moves_intra_gpu", "moves_inter_gpu", "moves_inter_host", *PLAN_COUNTS)

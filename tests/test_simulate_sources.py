@@ -14,8 +14,8 @@ import pytest
 
 from mipopt.errors import InstanceError
 from mipopt.heuristics.policy import make_policy, policy_names
-from mipopt.simulate import simulate
-from mipopt.simulate.runs import make_trace
+from mipopt.simulation import simulate
+from mipopt.simulation.runs import make_trace
 from tests.factories import write_alibaba_csvs
 
 POLICIES = [name for name in policy_names() if name != "adapter"] + [

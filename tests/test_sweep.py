@@ -20,7 +20,7 @@ from mipopt.exact.driver import solve_exact
 from mipopt.exact.sweep import CSV_COLUMNS, Front, SweepProgress, parse_objectives, steps, sweep
 from mipopt.instance import Assignment, Instance, InstanceBuilder, Solution, Status, Termination
 from mipopt.io import load_instance, load_solution
-from mipopt.verify import verify
+from mipopt.verifier import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -25,7 +25,7 @@ from mipopt.instance import (
     Termination,
 )
 from mipopt.io import load_instance
-from mipopt.verify import evaluate, verify
+from mipopt.verifier import evaluate, verify
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
 

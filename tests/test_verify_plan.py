@@ -1,4 +1,4 @@
-"""The plan replay (mipopt.verify.verify_plan): a hand-written plan, and each rule broken once."""
+"""The plan replay (mipopt.verifier.verify_plan): a hand-written plan, and each rule broken once."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from factories import capped_a100
 
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination
-from mipopt.verify import solution_for, verify, verify_plan
-from mipopt.verify.rules import check_state
+from mipopt.verifier import solution_for, verify, verify_plan
+from mipopt.verifier.rules import check_state
 
 Plan = dict[str, Any]
 DONE, FEASIBLE = Termination.COMPLETED, Status.FEASIBLE

@@ -15,7 +15,7 @@ from mipopt.cli import main
 from mipopt.exact.driver import solve_exact
 from mipopt.instance import Instance, instance_to_dict
 from mipopt.io import load_instance
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads import ibm_instance
 
 A100 = get_model("A100-80GB")

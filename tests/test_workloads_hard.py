@@ -10,7 +10,7 @@ import pytest
 from factories import write_alibaba_csvs
 
 from mipopt.instance import Instance, Status, Termination
-from mipopt.verify import solution_for, verify
+from mipopt.verifier import solution_for, verify
 from mipopt.workloads import alibaba_peak, alibaba_snapshot, alibaba_trace, hard_instance
 
 REAL_TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "alibaba-gpu-v2023"

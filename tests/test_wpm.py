@@ -15,7 +15,7 @@ from mipopt.heuristics import ibm_rules
 from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance
 from mipopt.solvers import SolverOptions, get_backend
-from mipopt.verify import verify
+from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"

@@ -188,7 +188,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from mipopt.verify import verify
+    from mipopt.verifier import verify
 
     inst = _load_instance(args.instance)
     sol = _load_solution(args.solution)
@@ -632,7 +632,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mipopt.io import write_atomic
-    from mipopt.simulate.runs import compare, plot_series, summary_table
+    from mipopt.simulation.runs import compare, plot_series, summary_table
 
     if args.runs < 1:
         raise BadInput(f"--runs: must be at least 1, got {args.runs}")

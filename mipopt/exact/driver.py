@@ -40,7 +40,7 @@ from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.exact.preprocess.indexing import TooManyMultisets
 from mipopt.instance import Instance, Solution, StageResult, Status, Termination
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
-from mipopt.verify import evaluate, no_solution, solution_for
+from mipopt.verifier import evaluate, no_solution, solution_for
 
 DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
 Placed = dict[str, tuple[str, int]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from mipopt.instance import Instance, Solution, Status, Termination
-from mipopt.verify import solution_for
+from mipopt.verifier import solution_for
 
 
 def completed(instance: Instance, placed: dict[str, tuple[str, int]], method: str, t0: float) -> Solution:

@@ -198,7 +198,7 @@ def solution_from_dict(data: Any) -> Solution:
     """Read a solution from its parsed JSON; only its shape is checked here.
 
     Whether it obeys the rules of an instance is the verifier's question
-    (:func:`mipopt.verify.verify`).
+    (:func:`mipopt.verifier.verify`).
     """
     d = f.obj(data, "", _SOLUTION_FIELDS, _SOLUTION_OPTIONAL)
     _header(d, SOLUTION_FORMAT)

@@ -6,7 +6,7 @@ creates, each round valid at its largest instant (:mod:`mipopt.migrate.plan` def
 semantics). The graph planner (:mod:`mipopt.migrate.graph`) handles any size; the exact
 planner (:mod:`mipopt.migrate.optimal`) optimizes small plans with a time-indexed model.
 Objectives, in order: no disruption if avoidable, fewest rounds, fewest extra (parking)
-moves, least memory moved. :func:`mipopt.verify.verify_plan` replays a plan step by step,
+moves, least memory moved. :func:`mipopt.verifier.verify_plan` replays a plan step by step,
 independently of the planner.
 """
 
@@ -32,7 +32,7 @@ from mipopt.migrate.plan import (
     Spot,
     plan_from_dict,
 )
-from mipopt.verify import evaluate, solution_for, verify
+from mipopt.verifier import evaluate, solution_for, verify
 
 __all__ = [
     "METHODS",
@@ -137,7 +137,7 @@ def plan_metrics(
     ``extra_moves`` (parks: moves a direct path would not need); ``disruptive_moves``
     (drains); ``creates`` (new workloads); ``moved_memory_slots`` / ``moved_memory_gb``
     (memory of every relocation); ``moves_<kind>`` by kind; ``sequential_migrations`` (IBM
-    Table 3, of the target: :func:`mipopt.verify.evaluate`).
+    Table 3, of the target: :func:`mipopt.verifier.evaluate`).
     """
     kinds: Counter[str] = Counter()
     slots = 0

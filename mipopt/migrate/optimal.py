@@ -475,7 +475,7 @@ def _on(value: Any) -> bool:
 def replay_error(instance: Instance, rounds: list[Round], target: dict[str, Spot]) -> str | None:
     """The first rule ``rounds`` break on the way from ``instance`` to ``target``, or None.
 
-    The planner's own check (the independent one is :func:`mipopt.verify.verify_plan`).
+    The planner's own check (the independent one is :func:`mipopt.verifier.verify_plan`).
     """
     occ = Occupancy(instance, instance.current_placement().items())
     at: dict[str, Spot | None] = dict(instance.current_placement())

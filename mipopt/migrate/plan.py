@@ -165,7 +165,7 @@ class Plan:
 
 
 def plan_from_dict(data: Any) -> Plan:
-    """Read a plan's JSON form, checking its shape (not its validity: see :func:`mipopt.verify.verify_plan`).
+    """Read a plan's JSON form, checking its shape (not its validity: see :func:`mipopt.verifier.verify_plan`).
 
     Raises
     ------

@@ -331,7 +331,7 @@ def alibaba_snapshot(
        (:func:`alibaba_peak`: ``arrival <= t < departure``, counted whether or not a
        policy accepts them; the earliest such moment on ties).
     2. **The replay.** The requests that arrived by ``t`` are replayed from the trace's
-       start with :func:`mipopt.simulate.simulate` under GRMU's first fit (``ff``: hosts
+       start with :func:`mipopt.simulation.simulate` under GRMU's first fit (``ff``: hosts
        and GPUs in order, the driver's default start), departures included, so the
        cluster state at ``t`` is the one a first-fit scheduler would have built. A
        request still alive at ``t`` (``departure > t``) never departs in the replay, so
@@ -382,7 +382,7 @@ def alibaba_snapshot(
     """
     # The simulator sits above this layer; it is imported here, where a snapshot needs a replay.
     from mipopt.heuristics.policy import make_policy
-    from mipopt.simulate.engine import simulate
+    from mipopt.simulation.engine import simulate
 
     if at is not None and not math.isfinite(at):
         raise ValueError(f"at must be a finite time in hours or None, got {at!r}")

@@ -1,7 +1,7 @@
 """What the simulator replays: a cluster and a stream of requests with arrival and departure times.
 
 Workload generators (:mod:`mipopt.workloads`: ``fbk``, ``poisson``, ``alibaba``) produce a
-:class:`Trace`; :func:`mipopt.simulate.simulate` replays it under a policy. Times are in
+:class:`Trace`; :func:`mipopt.simulation.simulate` replays it under a policy. Times are in
 the trace's own unit (``time_unit``: ``"slot"`` for the FBK set-up, ``"h"`` for the
 Alibaba trace and Poisson streams).
 """

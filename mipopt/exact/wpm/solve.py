@@ -25,7 +25,7 @@ from mipopt.exact.preprocess import index_solution
 from mipopt.exact.wpm.model import WpmModel, WpmWeights, build_wpm
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.solvers import SolverOptions, get_backend
-from mipopt.verify import no_solution, solution_for
+from mipopt.verifier import no_solution, solution_for
 
 
 def gpu_contents(built: WpmModel) -> dict[str, list[str]]:

@@ -4,7 +4,7 @@
 ``mipopt plan``) and replays it from the instance's running placements. It shares no
 code with :mod:`mipopt.migrate`: it reads the JSON itself, keeps its own record of the
 instances each workload holds, and checks each round's largest state with the rules of
-:func:`mipopt.verify.rules.check_state`, the verifier's own.
+:func:`mipopt.verifier.rules.check_state`, the verifier's own.
 
 A round runs in three phases (``docs`` of :mod:`mipopt.migrate.plan`):
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mipopt.instance import Instance
-from mipopt.verify.rules import Held, check_state
+from mipopt.verifier.rules import Held, check_state
 
 __all__ = ["KINDS", "PlanReport", "verify_plan"]
 

@@ -43,7 +43,7 @@ import pandas as pd
 from mipopt.heuristics.policy import Policy
 from mipopt.instance import Instance, Status, Termination
 from mipopt.state.cluster import MOVE_KINDS, PLAN_COUNTS, Cluster
-from mipopt.verify import solution_for, verify
+from mipopt.verifier import solution_for, verify
 from mipopt.workloads.trace import Trace
 
 __all__ = ["SimulationError", "SimulationResult", "simulate"]

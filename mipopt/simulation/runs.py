@@ -20,7 +20,7 @@ from mipopt._fields import parse_options
 from mipopt.errors import InstanceError
 from mipopt.heuristics.policy import make_policy
 from mipopt.io import write_atomic
-from mipopt.simulate.engine import simulate
+from mipopt.simulation.engine import simulate
 from mipopt.workloads.trace import Trace
 
 __all__ = ["SOURCES", "compare", "make_trace", "plot_series", "summary_table"]
@@ -84,7 +84,7 @@ def compare(
     series, summary
         ``series``: every time-series row with ``policy`` and ``run`` columns;
         ``summary``: one row per (policy, run) with the totals of
-        :func:`~mipopt.simulate.simulate`.
+        :func:`~mipopt.simulation.simulate`.
     """
     made = [make_policy(p) for p in policies]  # bad names fail before any replay
     series, summary = [], []

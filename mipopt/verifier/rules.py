@@ -1,7 +1,7 @@
 """The rules one state of the cluster must obey, checked from the catalog's placement lists.
 
-One rule set serves :func:`mipopt.verify.verify` (a solution: one instance per workload)
-and :func:`mipopt.verify.verify_plan` (the largest state of a plan's round, where a
+One rule set serves :func:`mipopt.verifier.verify` (a solution: one instance per workload)
+and :func:`mipopt.verifier.verify_plan` (the largest state of a plan's round, where a
 moving workload holds two instances). A state is a list of instances, each named by a
 *holder* id (the JSON path that created it, such as ``placements[3]`` or
 ``rounds[1].moves[0].to``); one workload may appear more than once.

@@ -1,7 +1,7 @@
 """The independent verifier: every rule, and the objectives and metrics recomputed.
 
 It reads the catalog's placement lists and builds slot sets itself
-(:mod:`mipopt.verify.rules`, one rule set for a solution and for each round of a
+(:mod:`mipopt.verifier.rules`, one rule set for a solution and for each round of a
 migration plan, which :func:`verify_plan` replays); it shares no placement code
 (legal-start tables, default placement, policies, models, the migration planner)
 with the methods it checks. It uses :mod:`mipopt.geometry.reference` only for
@@ -18,8 +18,8 @@ from typing import Any
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.geometry import reference as geo
 from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination, Workload
-from mipopt.verify.migration import PlanReport, verify_plan
-from mipopt.verify.rules import Breach, Held, StateCheck, check_state
+from mipopt.verifier.migration import PlanReport, verify_plan
+from mipopt.verifier.rules import Breach, Held, StateCheck, check_state
 
 __all__ = [
     "Breach",
