@@ -20,10 +20,10 @@ from mipopt.exact.preprocess import (
     gpu_classes,
     gpu_partitions,
     host_classes,
-    preference_order,
     slot_order,
     workload_classes,
 )
+from mipopt.geometry import preference_order
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.io import load_instance
 

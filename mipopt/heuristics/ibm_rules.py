@@ -16,7 +16,7 @@ sequential migration". All three share the vectorized cluster state of
 * **joint slice utilization** ``(s_m + s_c) / (S_m + S_c)``: used memory slots plus
   compute slices over the GPU's own; GPU ties go to the id that comes first.
 * **index**: the first legal free start in Table 1's preference order
-  (:func:`mipopt.exact.preprocess.partitions.preference_order`).
+  (:func:`mipopt.geometry.preference_order`).
 """
 
 from __future__ import annotations

@@ -32,11 +32,11 @@ import numpy as np
 import numpy.typing as npt
 
 from mipopt.catalog import GpuModel
-from mipopt.geometry import tables_for
+from mipopt.geometry import preferred_starts, tables_for
 from mipopt.heuristics.ibm_rules import _choose as _ibm_choose
 from mipopt.heuristics.policy import Decision, Policy, register
 from mipopt.instance import Workload
-from mipopt.state.cluster import Cluster, preferred_starts
+from mipopt.state.cluster import Cluster
 
 __all__ = [
     "BestFitBestIndex",
@@ -62,7 +62,7 @@ def best_index(model: GpuModel, p: int, bits: npt.ArrayLike) -> npt.NDArray[np.i
     assigned to index 6 instead of index 0 whenever possible, thereby reserving
     index 0 for the 4g.40gb profile". mipopt reads it as a fixed order per profile,
     the order in which the driver fills an empty GPU with the profile (IBM's Table 1,
-    :func:`mipopt.exact.preprocess.partitions.preference_order`; 1g.10gb on A100-80GB:
+    :func:`mipopt.geometry.preference_order`; 1g.10gb on A100-80GB:
     6, 4, 5, 0, 1, 2, 3), and takes its first legal start. The paper calls the
     policy static, which rules out a state-dependent rule such as the driver's CC.
     """

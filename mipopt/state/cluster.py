@@ -30,20 +30,18 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from mipopt.catalog import GpuModel, Profile
-from mipopt.exact.preprocess.partitions import preference_order
-from mipopt.geometry import GeometryTables, tables_for
+from mipopt.geometry import GeometryTables, preferred_starts, tables_for
 from mipopt.instance import Host, Instance, Placement, Workload
 from mipopt.migrate.graph import graph_rounds
 from mipopt.migrate.plan import Round
 
-__all__ = ["MOVE_KINDS", "PLAN_COUNTS", "Cluster", "Group", "Move", "id_key", "preferred_starts"]
+__all__ = ["MOVE_KINDS", "PLAN_COUNTS", "Cluster", "Group", "Move", "id_key"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -64,22 +62,6 @@ def id_key(identifier: str) -> tuple[str | int, ...]:
     with text, so two keys compare text with text and numbers with numbers.
     """
     return tuple(int(part) if k % 2 else part for k, part in enumerate(_DIGITS.split(identifier)))
-
-
-@lru_cache(maxsize=64)
-def preferred_starts(model: GpuModel) -> IntArray:
-    """``[p, bits]``: the first start of profile ``p``'s preference order among the starts in ``bits``, or -1.
-
-    The preference order is the one the driver fills an empty GPU in (IBM's Table 1,
-    :func:`mipopt.exact.preprocess.partitions.preference_order`); ``bits`` is a bitmask of
-    starts, such as a row of ``tables_for(model).legal``.
-    """
-    table = np.full((len(model.profiles), 1 << model.slots), -1, dtype=np.int64)
-    bits = np.arange(1 << model.slots, dtype=np.int64)
-    for i, profile in enumerate(model.profiles):
-        for s in reversed(preference_order(model, profile)):  # earlier starts overwrite later ones
-            table[i] = np.where(bits >> s & 1, s, table[i])
-    return table
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -281,7 +263,7 @@ class Cluster:
         return size
 
     def preferred_start(self, w: Workload, k: int, bits: int) -> int:
-        """The first start of IBM Table 1's preference order among the legal free ``bits`` of GPU ``k``."""
+        """The first start of IBM Table 1's preference order (:func:`mipopt.geometry.preference_order`) among the legal free ``bits`` of GPU ``k``."""
         model = self.instance.gpus[k].model
         p = self.profile_index(w, model)
         assert p is not None and bits, f"{w.id} has no legal start on GPU {k}"

@@ -32,8 +32,7 @@ from typing import Any, Literal
 
 from mipopt.catalog import GpuModel
 from mipopt.exact.preprocess.candidates import FixedState, fixed_ids, fixed_states
-from mipopt.exact.preprocess.partitions import preference_order
-from mipopt.geometry import tables_for
+from mipopt.geometry import preference_order, tables_for
 from mipopt.instance import Instance
 
 __all__ = [

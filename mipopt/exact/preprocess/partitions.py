@@ -31,9 +31,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from mipopt.catalog import GpuModel, Profile
+from mipopt.catalog import GpuModel
 from mipopt.exact.preprocess.candidates import FixedState, fixed_states
-from mipopt.geometry import tables_for
+from mipopt.geometry import preference_order
 from mipopt.instance import Instance
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "Partition",
     "free_partitions",
     "gpu_partitions",
-    "preference_order",
     "slot_order",
 ]
 
@@ -112,21 +111,6 @@ class GpuPartitions:
     @property
     def model(self) -> GpuModel:
         return self.fixed.model
-
-
-def preference_order(model: GpuModel, profile: Profile) -> tuple[int, ...]:
-    """The starts of ``profile`` in the order the driver fills an empty GPU with it.
-
-    Repeated default placements (GRMU Eq. 2, :mod:`mipopt.geometry`), ignoring
-    ``max_instances``; this is IBM's Table 1 (1g.10gb on A100-80GB: 6, 4, 5, 0, 1, 2, 3).
-    """
-    tables = tables_for(model)
-    p = model.profiles.index(profile)
-    mask, order = 0, []
-    while (start := int(tables.default_start[mask, p])) >= 0:
-        order.append(start)
-        mask |= profile.slot_mask(start)
-    return (*order, *(s for s in sorted(profile.starts) if s not in order))
 
 
 def _ranked(model: GpuModel) -> tuple[int, ...]:
