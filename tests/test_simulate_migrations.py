@@ -19,8 +19,9 @@ import pytest
 from mipopt.heuristics.grmu import Grmu
 from mipopt.heuristics.policy import make_policy
 from mipopt.instance import InstanceBuilder
+from mipopt.migrate.execute import PLAN_COUNTS, execute
 from mipopt.simulation import Request, Trace, simulate
-from mipopt.state.cluster import PLAN_COUNTS, Cluster, Move
+from mipopt.state import Cluster, Relocation
 
 COUNTS = ("moves_intra_gpu", "moves_inter_gpu", "moves_inter_host", *PLAN_COUNTS)
 
@@ -30,9 +31,9 @@ class RecordingGrmu(Grmu):
 
     def __init__(self, **options: object) -> None:
         super().__init__(**options)  # type: ignore[arg-type]
-        self.defrags: list[list[Move]] = []
+        self.defrags: list[list[Relocation]] = []
 
-    def defragment(self, cluster: Cluster) -> list[Move]:
+    def defragment(self, cluster: Cluster) -> list[Relocation]:
         moves = super().defragment(cluster)
         if moves:
             self.defrags.append(moves)
@@ -165,7 +166,7 @@ def test_consolidation_runs_through_the_planner() -> None:
     assert res.placed["b"] == ("g1", 0) and s["migrations"] == 1
 
 
-def test_migrate_holds_host_cpu_twice_while_a_move_runs() -> None:
+def test_execute_holds_host_cpu_twice_while_a_move_runs() -> None:
     # One host with cpu for two workloads: x (1g.5gb at 0) shifting to 1 needs a second
     # cpu while both instances exist, so create-before-destroy must drain it.
     b = InstanceBuilder("tight-cpu")
@@ -173,7 +174,7 @@ def test_migrate_holds_host_cpu_twice_while_a_move_runs() -> None:
     b.add_workload("x", "1g.5gb", placement=("g0", 0), cpu=1)
     b.add_workload("y", "1g.5gb", placement=("g0", 6), cpu=1)
     cluster = Cluster(b.build())
-    moves = cluster.migrate({"x": (0, 1)})
+    moves = execute(cluster, {"x": (0, 1)})
     assert [(m.workload, m.source, m.target, m.round, m.disruptive) for m in moves] == [
         ("x", (0, 0), (0, 1), 1, True)
     ]
@@ -185,20 +186,20 @@ def test_migrate_holds_host_cpu_twice_while_a_move_runs() -> None:
     b2.add_host("h0", {"g0": "A100-40GB"}, cpu=3)
     b2.add_workload("x", "1g.5gb", placement=("g0", 0), cpu=1)
     cluster = Cluster(b2.build())
-    assert [(m.round, m.disruptive) for m in cluster.migrate({"x": (0, 1)})] == [(1, False)]
+    assert [(m.round, m.disruptive) for m in execute(cluster, {"x": (0, 1)})] == [(1, False)]
     assert dict(cluster.planned) == {"plans": 1, "plan_rounds": 1}
 
 
-def test_migrate_keeps_a_borrowed_profile_and_skips_non_moves() -> None:
+def test_execute_keeps_a_borrowed_profile_and_skips_non_moves() -> None:
     b = InstanceBuilder("borrow")
     b.add_host("h0", {"g0": "A100-40GB", "g1": "A100-40GB"})
     b.add_workload("w", "1g.5gb")
     b.add_workload("z", "3g.20gb", placement=("g0", 4))
     cluster = Cluster(b.build())
     cluster.place(cluster.instance.workload("w"), 0, 0, profile="3g.20gb")  # borrowing a 3g
-    assert cluster.migrate({"z": (0, 4)}) == [] and not cluster.planned
+    assert execute(cluster, {"z": (0, 4)}) == [] and not cluster.planned
     # a swap of the two 3g-sized instances: one parks on g1 (z: equal memory, placed first)
-    moves = cluster.migrate({"w": (0, 4), "z": (0, 0)})
+    moves = execute(cluster, {"w": (0, 4), "z": (0, 0)})
     assert [(m.workload, m.target, m.park) for m in moves] == [
         ("z", (1, 0), True),
         ("w", (0, 4), False),

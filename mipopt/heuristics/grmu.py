@@ -33,7 +33,8 @@ from mipopt.catalog import GpuModel
 from mipopt.geometry import NO_START, GeometryTables, tables_for
 from mipopt.heuristics.policy import Decision, Policy, register
 from mipopt.instance import Workload
-from mipopt.state.cluster import Cluster, Group, Move
+from mipopt.migrate.execute import execute, rearrange
+from mipopt.state.cluster import Cluster, Group, Relocation
 
 __all__ = ["BestFit", "FirstFit", "Grmu", "MaxCC", "MaxExpectedCC"]
 
@@ -215,7 +216,7 @@ class Grmu(Policy):
       full, and the emptied GPU goes back to the pool.
 
     Both migrations run through the migration planner
-    (:meth:`Cluster.migrate <mipopt.state.cluster.Cluster.migrate>`, create before
+    (:func:`mipopt.migrate.execute.execute`, create before
     destroy). A rearrangement that is a cycle of waits (two workloads trading slots, or
     one moving onto slots it holds) parks a workload in free space on the way, or, with
     no free space anywhere it may go, drains it (a disruptive move); the cluster counts
@@ -319,7 +320,7 @@ class Grmu(Policy):
 
     # --- migrations
 
-    def defragment(self, cluster: Cluster) -> list[Move]:
+    def defragment(self, cluster: Cluster) -> list[Relocation]:
         """Alg. 4: rearrange the most fragmented light GPU to its default placement; the moves made (parks too)."""
         frag = np.full(len(cluster.mask), -1.0)
         for g in cluster.groups:
@@ -331,9 +332,9 @@ class Grmu(Policy):
         target = mock_arrangement(cluster, k)
         if target is None:
             return []
-        return cluster.rearrange(k, target)
+        return rearrange(cluster, k, target)
 
-    def consolidate(self, cluster: Cluster) -> list[Move]:
+    def consolidate(self, cluster: Cluster) -> list[Relocation]:
         """Alg. 5: pair half-full single-instance light GPUs so one fills and the other empties; the moves made."""
         half = np.zeros(len(cluster.mask), dtype=bool)
         for g in cluster.groups:
@@ -356,7 +357,7 @@ class Grmu(Policy):
             if not partners:
                 continue
             target = partners[0]
-            moves += cluster.migrate({wid: (target, int(start[target]))})
+            moves += execute(cluster, {wid: (target, int(start[target]))})
             left -= {source, target}
             self.basket[source] = POOL
         return moves

@@ -37,111 +37,19 @@ sources are destroyed, then every target is created): one round, every move disr
 from __future__ import annotations
 
 import itertools
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
-from functools import cache
 
 import networkx as nx
 
-from mipopt.catalog import Profile
 from mipopt.instance import Instance, Workload
-from mipopt.migrate.plan import Create, Drain, Move, Round, Semantics, Spot
+from mipopt.migrate.plan import Create, Drain, Move, Round, Semantics
+from mipopt.state.occupancy import Occupancy, Spot, move_kind
 
-__all__ = ["EXACT_FVS_NODES", "Key", "Occupancy", "graph_rounds", "move_kind", "plan_key"]
+__all__ = ["EXACT_FVS_NODES", "Key", "graph_rounds", "plan_key"]
 
 #: Largest strongly connected component whose minimum feedback vertex set is found by enumeration.
 EXACT_FVS_NODES = 12
-
-
-def move_kind(instance: Instance, source: Spot, target: Spot) -> str:
-    """``intra_gpu``, ``inter_gpu`` (same host) or ``inter_host``."""
-    if source[0] == target[0]:
-        return "intra_gpu"
-    if instance.gpu(source[0]).host == instance.gpu(target[0]).host:
-        return "inter_gpu"
-    return "inter_host"
-
-
-@cache
-def _starts(profile: Profile) -> frozenset[int]:
-    return frozenset(profile.starts)
-
-
-class Occupancy:
-    """The instances held on the cluster, with every rule a state must obey.
-
-    A workload may hold two instances at once (a move in progress), so instances are
-    counted per (workload, spot). Compute slices are not tracked: the catalog refuses
-    models whose non-overlapping placements could exceed them.
-    """
-
-    def __init__(self, instance: Instance, held: Iterable[tuple[str, Spot]] = ()) -> None:
-        self.instance = instance
-        self.mask: Counter[str] = Counter()  # GPU id -> occupied slot bits
-        self.count: Counter[tuple[str, str]] = Counter()  # (GPU id, profile name)
-        self.media: Counter[str] = Counter()  # GPU id -> +me instances
-        self.cpu: defaultdict[str, float] = defaultdict(float)  # host id -> cpu in use
-        self.ram: defaultdict[str, float] = defaultdict(float)
-        self._profiles: dict[tuple[str, str], Profile | None] = {}  # (workload, model) -> profile
-        for wid, spot in held:
-            self.add(wid, spot)
-
-    def copy(self) -> Occupancy:
-        other = Occupancy(self.instance)
-        other._profiles = self._profiles  # facts of the instance, shared
-        other.mask, other.count, other.media = Counter(self.mask), Counter(self.count), Counter(self.media)
-        other.cpu, other.ram = defaultdict(float, self.cpu), defaultdict(float, self.ram)
-        return other
-
-    def profile(self, wid: str, gpu: str) -> Profile | None:
-        """``wid``'s profile on ``gpu``'s model, or None where it cannot run (remembered per model)."""
-        model = self.instance.gpu(gpu).model
-        key = (wid, model.name)
-        if key not in self._profiles:
-            self._profiles[key] = self.instance.profile_on(self.instance.workload(wid), model)
-        return self._profiles[key]
-
-    def slots(self, wid: str, spot: Spot) -> int:
-        profile = self.profile(wid, spot[0])
-        assert profile is not None, f"{wid} cannot run on {spot[0]}"
-        return profile.slot_mask(spot[1])
-
-    def fits(self, wid: str, spot: Spot) -> bool:
-        """Whether one more instance of ``wid`` at ``spot`` keeps every rule."""
-        gpu_id, start = spot
-        profile = self.profile(wid, gpu_id)
-        if profile is None or start not in _starts(profile):
-            return False
-        if self.mask[gpu_id] & profile.slot_mask(start):
-            return False
-        if self.count[gpu_id, profile.name] >= profile.max_instances:
-            return False
-        if profile.media_extension and self.media[gpu_id]:
-            return False
-        w = self.instance.workload(wid)
-        host = self.instance.host(self.instance.gpu(gpu_id).host)
-        if host.cpu is not None and self.cpu[host.id] + w.cpu > host.cpu + 1e-9:
-            return False
-        return not (host.ram_gb is not None and self.ram[host.id] + w.ram_gb > host.ram_gb + 1e-9)
-
-    def add(self, wid: str, spot: Spot) -> None:
-        self._change(wid, spot, +1)
-
-    def remove(self, wid: str, spot: Spot) -> None:
-        self._change(wid, spot, -1)
-
-    def _change(self, wid: str, spot: Spot, sign: int) -> None:
-        gpu_id, start = spot
-        profile = self.profile(wid, gpu_id)
-        assert profile is not None, f"{wid} cannot run on {gpu_id}"
-        bits = profile.slot_mask(start)
-        self.mask[gpu_id] = self.mask[gpu_id] | bits if sign > 0 else self.mask[gpu_id] & ~bits
-        self.count[gpu_id, profile.name] += sign
-        self.media[gpu_id] += sign * profile.media_extension
-        w = self.instance.workload(wid)
-        host = self.instance.gpu(gpu_id).host
-        self.cpu[host] += sign * w.cpu
-        self.ram[host] += sign * w.ram_gb
 
 
 class _Planner:
@@ -265,8 +173,11 @@ class _Planner:
 
     def spare(self, state: Occupancy, need: dict[str, int]) -> list[str]:
         """GPUs with a slot free in ``state`` that no pending workload needs: where parking is possible."""
+        masks = state.mask.tolist()
         return [
-            g.id for g in self.instance.gpus if (state.mask[g.id] | need.get(g.id, 0)) != g.model.full_mask
+            g.id
+            for k, g in enumerate(self.instance.gpus)
+            if (masks[k] | need.get(g.id, 0)) != g.model.full_mask
         ]
 
     def park_spot(
@@ -287,7 +198,7 @@ class _Planner:
             profile = state.profile(wid, g)
             if profile is None:
                 continue
-            taken = state.mask[g] | need.get(g, 0)
+            taken = state.taken(g) | need.get(g, 0)
             for start, _ in profile.placements:
                 if (
                     (g, start) != here
@@ -363,12 +274,12 @@ class _Planner:
             source = self.at[wid]
             assert source is not None
             if spot is not None:
-                peak.add(wid, spot)
+                peak.hold(wid, spot)
                 moves.append(Move(wid, source, spot, move_kind(self.instance, source, spot), park=True))
             elif defer and (self.patient or self.park_spot(wid, self.occ, need) is not None):
                 continue  # this round's parks took the space it could park in: it parks later
             else:
-                peak.remove(wid, source)
+                peak.release(wid, source)
                 drains.append(Drain(wid, source))
         draining = {d.workload for d in drains}
         for d in drains:  # a drain frees its GPU before this round's creates
@@ -386,7 +297,7 @@ class _Planner:
             if not peak.fits(wid, target):
                 self.unfit.add(wid)
                 continue
-            peak.add(wid, target)
+            peak.hold(wid, target)
             source = self.at[wid]
             if source is None or wid in draining:
                 origin = self.drained.get(wid) or (source if wid in draining else None)
@@ -427,15 +338,15 @@ class _Planner:
         if rnd.drains or any(m.park for m in rnd.moves):
             self._graph = self._height = None
         for d in rnd.drains:
-            self.occ.remove(d.workload, d.source)
+            self.occ.release(d.workload, d.source)
             self.drained[d.workload] = d.source
             self.at[d.workload] = None
         for c in rnd.creates:
-            self.occ.add(c.workload, c.target)
+            self.occ.hold(c.workload, c.target)
             self.at[c.workload] = c.target
         for m in rnd.moves:
-            self.occ.add(m.workload, m.target)
-            self.occ.remove(m.workload, m.source)
+            self.occ.hold(m.workload, m.target)
+            self.occ.release(m.workload, m.source)
             self.at[m.workload] = m.target
             if m.park:
                 self.parked.add(m.workload)

@@ -32,9 +32,10 @@ from typing import Any, Literal
 import pyomo.environ as pyo
 
 from mipopt.instance import Instance, Status, Termination
-from mipopt.migrate.graph import Key, Occupancy, graph_rounds, move_kind, plan_key
-from mipopt.migrate.plan import Create, Drain, Move, Round, Spot
+from mipopt.migrate.graph import Key, graph_rounds, plan_key
+from mipopt.migrate.plan import Create, Drain, Move, Round
 from mipopt.solvers import SolverOptions, get_backend
+from mipopt.state.occupancy import Occupancy, Spot, move_kind
 
 __all__ = [
     "ALL_SPOTS_LIMIT",
@@ -318,7 +319,7 @@ def build_migration_model(
         for j, (gpu_id, _) in enumerate(spots[k]):
             on_gpu.setdefault(gpu_id, []).append((k, j, base.profile(items[k], gpu_id)))
     for r in range(1, R + 1):
-        for gpu in instance.gpus:
+        for gk, gpu in enumerate(instance.gpus):
             terms = on_gpu.get(gpu.id, [])
             for slot in range(gpu.model.slots):
                 cover = [m.h[k, j, r] for k, j, p in terms if p.slot_mask(spots[k][j][1]) >> slot & 1]
@@ -327,14 +328,14 @@ def build_migration_model(
             by_profile: dict[str, list[Any]] = {}
             for k, j, p in terms:
                 by_profile.setdefault(p.name, []).append((m.h[k, j, r], p))
-            for name, vs in by_profile.items():
-                room = vs[0][1].max_instances - base.count[gpu.id, name]
+            for vs in by_profile.values():
+                room = vs[0][1].max_instances - int(base.count[gk, gpu.model.profiles.index(vs[0][1])])
                 if len(vs) > room:
                     m.profile_max.add(sum(v for v, _ in vs) <= room)
             media = [m.h[k, j, r] for k, j, p in terms if p.media_extension]
-            if len(media) > 1 - base.media[gpu.id]:
-                m.media_once.add(sum(media) <= 1 - base.media[gpu.id])
-        for host in instance.hosts:
+            if len(media) > 1 - int(base.media[gk]):
+                m.media_once.add(sum(media) <= 1 - int(base.media[gk]))
+        for hj, host in enumerate(instance.hosts):
             terms_h = [(k, j) for g in host.gpus for k, j, _ in on_gpu.get(g, [])]
             for cap, attr, cons, used in (
                 (host.cpu, "cpu", m.host_cpu, base.cpu),
@@ -344,7 +345,7 @@ def build_migration_model(
                     continue
                 need = [(m.h[k, j, r], getattr(instance.workload(items[k]), attr)) for k, j in terms_h]
                 need = [(v, q) for v, q in need if q > 0]
-                left = cap - used[host.id]
+                left = cap - float(used[hj])
                 if need and sum(q for _, q in need) > left + 1e-9:
                     cons.add(sum(q * v for v, q in need) <= left)
 
@@ -420,8 +421,8 @@ def _candidates(
             if not parks[k]:
                 continue
             free_now, free_then = now.copy(), then.copy()
-            free_now.remove(wid, current[wid])
-            free_then.remove(wid, target[wid])
+            free_now.release(wid, current[wid])
+            free_then.release(wid, target[wid])
             here = current[wid][0]
             host = instance.gpu(here).host
 
@@ -483,12 +484,12 @@ def replay_error(instance: Instance, rounds: list[Round], target: dict[str, Spot
         for d in rnd.drains:
             if at.get(d.workload) != d.source:
                 return f"round {i}: {d.workload} is not at {d.source}"
-            occ.remove(d.workload, d.source)
+            occ.release(d.workload, d.source)
             at[d.workload] = None
         for wid, spot in _arrivals(rnd):
             if not occ.fits(wid, spot):
                 return f"round {i}: {wid} does not fit at {spot}"
-            occ.add(wid, spot)
+            occ.hold(wid, spot)
         for c in rnd.creates:
             if at.get(c.workload) is not None:
                 return f"round {i}: {c.workload} is created while it runs"
@@ -496,7 +497,7 @@ def replay_error(instance: Instance, rounds: list[Round], target: dict[str, Spot
         for mv in rnd.moves:
             if at.get(mv.workload) != mv.source:
                 return f"round {i}: {mv.workload} is not at {mv.source}"
-            occ.remove(mv.workload, mv.source)
+            occ.release(mv.workload, mv.source)
             at[mv.workload] = mv.target
     wrong = [w for w, spot in target.items() if at.get(w) != spot]
     return f"{wrong[0]} ends at {at.get(wrong[0])}, not {target[wrong[0]]}" if wrong else None

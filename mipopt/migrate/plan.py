@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from mipopt import _fields as f
 from mipopt.errors import InstanceError
+from mipopt.state.occupancy import MOVE_KINDS, Spot
 
 __all__ = ["FORMAT", "SEMANTICS", "Create", "Drain", "Move", "Plan", "Round", "Spot", "plan_from_dict"]
 
@@ -49,10 +50,8 @@ FORMAT = "mipopt-plan"
 VERSION = 1
 SEMANTICS = ("create-first", "destroy-first")
 Semantics = Literal["create-first", "destroy-first"]
-#: Kinds of moves, as the verifier and the simulator count them.
-KINDS = ("intra_gpu", "inter_gpu", "inter_host")
-
-Spot = tuple[str, int]  # (GPU id, start)
+#: The kinds of moves, defined in the state layer (this name is kept for :mod:`mipopt.render.plan`).
+KINDS = MOVE_KINDS
 
 
 def _spot(spot: Spot) -> dict[str, Any]:
@@ -61,12 +60,17 @@ def _spot(spot: Spot) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Move:
-    """A running workload moves from ``source`` to ``target``, create before destroy."""
+    """A step of a plan: a running workload moves from ``source`` to ``target``, create before destroy.
+
+    What the cluster records when it carries the step out is a
+    :class:`~mipopt.state.Relocation` (GPU positions, the round, restores of drained
+    workloads too).
+    """
 
     workload: str
     source: Spot
     target: Spot
-    kind: str
+    kind: str  # one of MOVE_KINDS
     park: bool = False  # to a temporary place, to break a cycle
 
     def to_dict(self) -> dict[str, Any]:
@@ -260,6 +264,6 @@ def _spot_of(x: Any, path: str) -> Spot:
 
 
 def _kind(value: Any, path: str) -> str:
-    if value not in KINDS:
-        raise InstanceError(path, f"must be one of {', '.join(KINDS)}, got {value!r}")
+    if value not in MOVE_KINDS:
+        raise InstanceError(path, f"must be one of {', '.join(MOVE_KINDS)}, got {value!r}")
     return str(value)

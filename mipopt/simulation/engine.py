@@ -10,8 +10,8 @@ timeout is dropped. A placed request leaves ``duration`` after it was placed.
 
 The state is a :class:`~mipopt.state.cluster.Cluster`; every migration a policy makes
 goes through it and is counted by kind. GRMU's defragmentation and consolidation run
-through the migration planner (:meth:`Cluster.migrate
-<mipopt.state.cluster.Cluster.migrate>`, create before destroy): a plan's parking moves
+through the migration planner (:func:`mipopt.migrate.execute.execute`, create before
+destroy): a plan's parking moves
 are migrations too, and its drains are counted as disruptive moves. ``debug=True``
 checks the state with the independent verifier after every event (after a whole plan:
 the planner checks the states inside it).
@@ -42,7 +42,8 @@ import pandas as pd
 
 from mipopt.heuristics.policy import Policy
 from mipopt.instance import Instance, Status, Termination
-from mipopt.state.cluster import MOVE_KINDS, PLAN_COUNTS, Cluster
+from mipopt.migrate.execute import PLAN_COUNTS
+from mipopt.state import MOVE_KINDS, Cluster
 from mipopt.verifier import solution_for, verify
 from mipopt.workloads.trace import Trace
 
