@@ -1,4 +1,4 @@
-"""The hard class (mipopt.workloads.hard) and the Alibaba snapshot (mipopt.workloads.alibaba_snapshot)."""
+"""The hard class (mipopt.workloads.hard) and the Alibaba snapshot (mipopt.simulation.alibaba_snapshot)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from factories import write_alibaba_csvs
 
 from mipopt.instance import Instance, Status, Termination
+from mipopt.simulation import alibaba_snapshot
 from mipopt.verifier import solution_for, verify
-from mipopt.workloads import alibaba_peak, alibaba_snapshot, alibaba_trace, hard_instance
+from mipopt.workloads import alibaba_peak, alibaba_trace, hard_instance
 
 REAL_TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "alibaba-gpu-v2023"
 

@@ -3,10 +3,13 @@
 * :mod:`~mipopt.workloads.trace`: :class:`Trace` and :class:`Request`, what workload
   generators (:mod:`mipopt.workloads`) produce;
 * :mod:`~mipopt.simulation.engine`: :func:`simulate`, one replay under one policy, with
-  its time series and summary.
+  its time series and summary;
+* :mod:`~mipopt.simulation.snapshot`: :func:`alibaba_snapshot`, an exact-model instance
+  from the Alibaba trace by a first-fit replay up to its peak.
 """
 
 from mipopt.simulation.engine import SimulationError, SimulationResult, simulate
+from mipopt.simulation.snapshot import alibaba_snapshot
 from mipopt.workloads.trace import Request, Trace
 
-__all__ = ["Request", "SimulationError", "SimulationResult", "Trace", "simulate"]
+__all__ = ["Request", "SimulationError", "SimulationResult", "Trace", "alibaba_snapshot", "simulate"]

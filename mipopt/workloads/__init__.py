@@ -16,12 +16,12 @@ name an instance or trace by its arguments alone.
   two GPUs of two models, host cpu and ram drawn per workload and binding, half of the
   workloads running and movable.
 * :func:`alibaba_trace`: the Alibaba GPU trace 2023 mapped to MIG as in the GRMU paper
-  (section 8.1); :func:`alibaba_summary` counts it and its peak load; :func:`alibaba_snapshot`
-  is the mapped cluster at the peak of requests alive (:func:`alibaba_peak`), as a first-fit
-  replay leaves it, with the next hours' requests as new workloads.
+  (section 8.1); :func:`alibaba_summary` counts it and its peak load (:func:`alibaba_peak`).
+  The mapped cluster at its peak as a first-fit replay leaves it is an instance by replay,
+  :func:`mipopt.simulation.alibaba_snapshot` (the simulator sits above this layer).
 """
 
-from mipopt.workloads.alibaba import alibaba_peak, alibaba_snapshot, alibaba_summary, alibaba_trace
+from mipopt.workloads.alibaba import alibaba_peak, alibaba_summary, alibaba_trace
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
 from mipopt.workloads.hard import hard_instance
 from mipopt.workloads.ibm import ibm_instance
@@ -30,7 +30,6 @@ from mipopt.workloads.poisson import poisson_stream, poisson_trace
 __all__ = [
     "FBK_DISTRIBUTIONS",
     "alibaba_peak",
-    "alibaba_snapshot",
     "alibaba_summary",
     "alibaba_trace",
     "fbk_trace",
