@@ -85,9 +85,10 @@ import common
 from mipopt.exact.driver import parse_objective, solve_exact
 from mipopt.exact.models import MODELS, build
 from mipopt.instance import Instance, Solution, Status
+from mipopt.simulation import alibaba_snapshot
 from mipopt.solvers import SolverOptions
 from mipopt.verifier import verify
-from mipopt.workloads import alibaba_snapshot, hard_instance, ibm_instance
+from mipopt.workloads import hard_instance, ibm_instance
 
 SECTION = "exact"
 CSV_NAME = "exact.csv"
