@@ -480,6 +480,21 @@ def test_quickstart_validates(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("path", "tag"),
+    [
+        (QUICKSTART.parent / "swap.target.json", "mipopt-solution"),
+        (QUICKSTART.parents[1] / "docs" / "examples" / "hand_solution.json", "mipopt-solution"),
+    ],
+    ids=["solver-solution", "hand-solution"],
+)
+def test_another_document_is_refused_by_its_tag(path: Path, tag: str) -> None:
+    """Not for the fields an instance needs and it lacks (``hosts``), which would mislead."""
+    with pytest.raises(InstanceError) as info:
+        instance_from_dict(json.loads(path.read_text()))
+    assert str(info.value) == f"format: must be 'mipopt-instance', got {tag!r}"
+
+
 # --- round trips, builder, replace
 
 

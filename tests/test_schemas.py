@@ -38,6 +38,34 @@ def test_shipped_files_match_schema(path: Path, validators: dict) -> None:
     assert errors == []
 
 
+EXAMPLE = INSTANCES.parent / "docs" / "examples" / "hand_solution.json"
+MINIMAL = {"format": "mipopt-solution", "version": 1, "placements": []}
+
+
+def test_hand_written_solutions_match_schema(validators: dict) -> None:
+    assert [e.message for e in validators["solution"].iter_errors(json.loads(EXAMPLE.read_text()))] == []
+    assert [e.message for e in validators["solution"].iter_errors(MINIMAL)] == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda d: d.pop("placements"), "'placements' is a required property"),
+        (lambda d: d.update(placements=[{"workload": "w", "gpu": "g"}]), "'start' is a required property"),
+        (
+            lambda d: d.update(placements=[{"workload": "w", "gpu": "g", "start": -1}]),
+            "less than the minimum",
+        ),
+        (lambda d: d.update(rejects=[]), "('rejects' was unexpected)"),
+    ],
+)
+def test_solution_schema_refuses_what_mipopt_refuses(mutate, fragment: str, validators: dict) -> None:
+    data = json.loads(json.dumps(MINIMAL))
+    mutate(data)
+    messages = [e.message for e in validators["solution"].iter_errors(data)]
+    assert any(fragment in m for m in messages), messages
+
+
 INSTANCE_FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
 
 

@@ -6,7 +6,7 @@ problem; the cross-reference rules are checked by :class:`Instance` itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from mipopt import _fields as f
 from mipopt.catalog import GpuModel, builtin_models, model_from_dict
@@ -33,10 +33,40 @@ _HOST_OPTIONAL = ("cpu", "ram_gb", "weight")
 _WORKLOAD_OPTIONAL = ("cpu", "ram_gb", "weight", "migration_weight", "gpu_models", "placement", "pinned")
 
 
+#: The ``format`` tag of each mipopt document (the plan's is :data:`mipopt.migrate.plan.FORMAT`,
+#: a layer above; a test keeps the two equal).
+DOCUMENT_KINDS: dict[str, Literal["instance", "solution", "plan"]] = {
+    INSTANCE_FORMAT: "instance",
+    SOLUTION_FORMAT: "solution",
+    "mipopt-plan": "plan",
+}
+
+
+def document_kind(data: Any) -> Literal["instance", "solution", "plan"] | None:
+    """Which mipopt document parsed JSON is, from its ``format`` tag; None when it is none of them.
+
+    Only the tag is read: the document may still be invalid.
+
+    >>> document_kind({"format": "mipopt-solution", "version": 1, "placements": []})
+    'solution'
+    >>> document_kind([1, 2]) is None
+    True
+    """
+    tag = data.get("format") if isinstance(data, dict) else None
+    return DOCUMENT_KINDS.get(tag) if isinstance(tag, str) else None
+
+
+def _check_format(data: Any, expected: str) -> None:
+    """A document of another kind is refused by its tag, before its fields are read.
+
+    Otherwise a solution read as an instance would be refused for a missing ``hosts``.
+    """
+    if isinstance(data, dict) and "format" in data and data["format"] != expected:
+        raise InstanceError("format", f"must be {expected!r}, got {data['format']!r}")
+
+
 def _header(d: dict[str, Any], expected: str) -> None:
-    tag = d.get("format")
-    if tag != expected:
-        raise InstanceError("format", f"must be {expected!r}, got {tag!r}")
+    _check_format(d, expected)
     version = f.integer(d["version"], "version", minimum=1)
     if version != FORMAT_VERSION:
         raise InstanceError(
@@ -52,6 +82,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
     InstanceError
         Naming the JSON path and the rule, for the first problem found.
     """
+    _check_format(data, INSTANCE_FORMAT)
     d = f.obj(data, "", ("format", "version", "hosts", "workloads"), _INSTANCE_OPTIONAL)
     _header(d, INSTANCE_FORMAT)
     name = f.string(d.get("name", default_name), "name")
@@ -180,30 +211,58 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     return out
 
 
-_SOLUTION_FIELDS = (
-    "format",
-    "version",
+_SOLUTION_REQUIRED = ("format", "version", "placements")
+_SOLUTION_OPTIONAL = (
     "instance",
     "method",
     "termination",
     "status",
-    "placements",
     "rejected",
+    "runtime_s",
+    "objectives",
+    "bound",
+    "gap",
+    "metrics",
+    "message",
+    "stages",
 )
-_SOLUTION_OPTIONAL = ("runtime_s", "objectives", "bound", "gap", "metrics", "message", "stages")
 _STAGE_FIELDS = ("objective", "value", "bound", "gap", "proven", "termination", "runtime_s")
+
+#: What a solution file that does not say reads as (``docs/formats.md``, "Solutions written by
+#: hand"): made by hand, proving nothing. ``completed`` is the termination of a method that ran
+#: to its end without proving anything; ``feasible`` claims only what the verifier checks.
+HAND_METHOD = "hand-written"
+HAND_TERMINATION = Termination.COMPLETED
+HAND_STATUS = Status.FEASIBLE
 
 
 def solution_from_dict(data: Any) -> Solution:
     """Read a solution from its parsed JSON; only its shape is checked here.
 
-    Whether it obeys the rules of an instance is the verifier's question
-    (:func:`mipopt.verifier.verify`).
+    Only ``format``, ``version`` and ``placements`` are required, so a solution can be
+    written by hand. Missing fields read as: ``instance`` ``""`` (not named, so not
+    checked), ``method`` :data:`HAND_METHOD`, ``termination`` :data:`HAND_TERMINATION`,
+    ``status`` :data:`HAND_STATUS`, no ``rejected`` (the verifier counts every new
+    workload that is not placed as rejected), no ``objectives`` or ``metrics`` (nothing
+    claimed). Whether the solution obeys the rules of an instance, and whether what it
+    claims is true, is the verifier's question (:func:`mipopt.verifier.verify`).
+
+    Raises
+    ------
+    InstanceError
+        Naming the JSON path and the rule, for the first problem found
+        (``placements[2].start: must be >= 0, got -4``).
+
+    >>> sol = solution_from_dict({"format": "mipopt-solution", "version": 1,
+    ...     "placements": [{"workload": "w1", "gpu": "g0", "start": 4}]})
+    >>> sol.method, sol.termination.value, sol.status.value, sol.rejected
+    ('hand-written', 'completed', 'feasible', ())
     """
-    d = f.obj(data, "", _SOLUTION_FIELDS, _SOLUTION_OPTIONAL)
+    _check_format(data, SOLUTION_FORMAT)
+    d = f.obj(data, "", _SOLUTION_REQUIRED, _SOLUTION_OPTIONAL)
     _header(d, SOLUTION_FORMAT)
-    term = _termination(d["termination"], "termination")
-    status = d["status"]
+    term = _termination(d.get("termination", HAND_TERMINATION.value), "termination")
+    status = d.get("status", HAND_STATUS.value)
     if status not in {s.value for s in Status}:
         raise InstanceError("status", f"must be one of {', '.join(s.value for s in Status)}, got {status!r}")
     placements = []
@@ -217,7 +276,8 @@ def solution_from_dict(data: Any) -> Solution:
                 f.integer(p["start"], f"{path}.start"),
             )
         )
-    rejected = tuple(f.string(r, f"rejected[{i}]") for i, r in enumerate(f.lst(d["rejected"], "rejected")))
+    raw_rejected = f.lst(d.get("rejected", []), "rejected")
+    rejected = tuple(f.string(r, f"rejected[{i}]") for i, r in enumerate(raw_rejected))
     objectives = None
     if d.get("objectives") is not None:
         o = f.obj(d["objectives"], "objectives", ("acceptance", "hardware", "migrations"))
@@ -233,8 +293,8 @@ def solution_from_dict(data: Any) -> Solution:
     metrics = {k: f.number(v, f"metrics.{k}", minimum=None) for k, v in raw_metrics.items()}
     stages = tuple(_stage(raw, f"stages[{i}]") for i, raw in enumerate(f.lst(d.get("stages", []), "stages")))
     return Solution(
-        instance=f.string(d["instance"], "instance"),
-        method=f.string(d["method"], "method"),
+        instance=f.string(d["instance"], "instance") if "instance" in d else "",
+        method=f.string(d.get("method", HAND_METHOD), "method"),
         termination=term,
         status=Status(status),
         placements=tuple(placements),
@@ -276,10 +336,14 @@ def _stage(raw: Any, path: str) -> StageResult:
 
 
 def solution_to_dict(sol: Solution) -> dict[str, Any]:
-    return {
-        "format": SOLUTION_FORMAT,
-        "version": FORMAT_VERSION,
-        "instance": sol.instance,
+    """The JSON form, every field written; reading it back gives an equal solution.
+
+    ``instance`` is left out when the solution names none (a hand-written one).
+    """
+    out: dict[str, Any] = {"format": SOLUTION_FORMAT, "version": FORMAT_VERSION}
+    if sol.instance:
+        out["instance"] = sol.instance
+    return out | {
         "method": sol.method,
         "termination": sol.termination.value,
         "status": sol.status.value,
