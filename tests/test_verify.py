@@ -102,6 +102,19 @@ def test_valid_hand_solution() -> None:
     assert report.objectives == Objectives(6.0, 7.0, 0.0)
 
 
+@pytest.mark.parametrize("rejected", [(), ("me-b",), ("me2", "me-b", "cpu-hog", "ram-hog")])
+def test_a_new_workload_not_placed_is_rejected_listed_or_not(rejected: tuple[str, ...]) -> None:
+    inst = tiny()
+    report = verify(inst, solution(inst, VALID, rejected, objectives=Objectives(6, 7, 0)))
+    assert report.valid and report.violations == ()
+    assert (report.metrics["accepted"], report.metrics["rejected"]) == (6, 4)
+
+
+def test_a_solution_naming_no_instance_is_not_checked_for_its_name() -> None:
+    inst = tiny()
+    assert verify(inst, solution(inst, VALID, name="")).valid
+
+
 CASES: list[tuple[str, Callable[[Instance], Solution], list[str]]] = [
     (
         "overlap",
@@ -147,11 +160,6 @@ CASES: list[tuple[str, Callable[[Instance], Solution], list[str]]] = [
         "unknown-rejected",
         lambda i: solution(i, VALID, ("me2", "me-b", "cpu-hog", "ram-hog", "ghost")),
         ["rejected[4]: 'ghost' is not a workload of the instance"],
-    ),
-    (
-        "neither-placed-nor-rejected",
-        lambda i: solution(i, VALID, ("me-b", "cpu-hog", "ram-hog")),
-        ["workload 'me2': neither placed nor rejected"],
     ),
     (
         "running-rejected",
@@ -580,13 +588,13 @@ def placed_and_rejected(inst: Instance, sol: Solution, data: st.DataObject) -> M
     )
 
 
-def neither(inst: Instance, sol: Solution, data: st.DataObject) -> Mutant:
-    if not sol.rejected:
-        return None
-    wid = data.draw(st.sampled_from(sol.rejected))
+def wrong_metric(inst: Instance, sol: Solution, data: st.DataObject) -> Mutant:
+    key = data.draw(st.sampled_from(sorted(sol.metrics)))
+    right = sol.metrics[key]
+    wrong = right + data.draw(st.sampled_from([-1.0, 0.5, 1.0]))
     return (
-        dataclasses.replace(sol, rejected=tuple(r for r in sol.rejected if r != wid), objectives=None),
-        {f"workload {wid!r}: neither placed nor rejected"},
+        dataclasses.replace(sol, metrics={**sol.metrics, key: wrong}),
+        {f"metrics.{key}: solution says {wrong:.10g}, verifier computes {right:.10g}"},
     )
 
 
@@ -604,7 +612,7 @@ MUTATIONS: dict[str, Callable[[Instance, Solution, st.DataObject], Mutant]] = {
     "host_ram": _over_capacity("ram_gb"),
     "excluded_model": excluded_model,
     "placed_and_rejected": placed_and_rejected,
-    "neither_placed_nor_rejected": neither,
+    "wrong_metric": wrong_metric,
 }
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "PlanReport",
     "Report",
     "StateCheck",
+    "check_claims",
     "check_state",
     "evaluate",
     "no_solution",
@@ -55,17 +56,27 @@ class Report:
 
 
 def verify(instance: Instance, solution: Solution) -> Report:
-    """Check every rule of ``solution`` against ``instance``.
+    """Check every rule of ``solution`` against ``instance``, and what it claims.
 
-    Rules: each workload placed at most once and either placed or rejected;
+    Rules: each workload placed at most once, and not both placed and rejected;
     the GPU exists and its model is allowed for the workload and has its
     profile; the start is legal; no two instances overlap; at most one ``+me``
     instance per GPU; per-profile maximum counts; compute slices; host cpu and
-    ram; pinned workloads unmoved; running workloads still placed; the
-    objectives the solution reports equal the recomputed ones.
+    ram; pinned workloads unmoved; running workloads still placed (one left out,
+    or listed as rejected, is a violation naming it: a running workload is never
+    evicted); ``status`` consistent with ``termination``; the instance named, if
+    any, is this one. A new workload that is neither placed nor listed in
+    ``rejected`` is rejected. Then the claims (:func:`check_claims`): the
+    objectives and metrics the solution reports equal the recomputed ones.
+
+    >>> from mipopt.io import load_instance, load_solution
+    >>> report = verify(load_instance("instances/quickstart.json"),
+    ...                 load_solution("docs/examples/hand_solution.json"))
+    >>> report.valid, report.objectives.acceptance
+    (True, 8.0)
     """
     v: list[str] = []
-    if solution.instance != instance.name:
+    if solution.instance and solution.instance != instance.name:
         v.append(f"instance: solution is for {solution.instance!r}, not {instance.name!r}")
 
     # each placement alone: unknown or placed twice here, its GPU, model and start by the shared rules
@@ -110,8 +121,6 @@ def verify(instance: Instance, solution: Solution) -> Report:
     for w in instance.workloads:
         if w.running and w.id not in seen:
             v.append(f"workload {w.id!r}: running workloads must stay placed")
-        elif w.id not in seen and w.id not in rejected:
-            v.append(f"workload {w.id!r}: neither placed nor rejected")
         if w.pinned and w.id in placed:
             a = placed[w.id]
             assert w.placement is not None
@@ -130,12 +139,56 @@ def verify(instance: Instance, solution: Solution) -> Report:
         v.append(f"status: 'optimal' with termination {solution.termination.value!r}")
 
     objectives, metrics = evaluate(instance, {wid: (a.gpu, a.start) for wid, a in placed.items()})
-    if solution.objectives is not None:
-        for key, got in solution.objectives.to_dict().items():
-            want = getattr(objectives, key)
-            if not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-6):
-                v.append(f"objectives.{key}: solution says {got:g}, verifier computes {want:g}")
+    v += _claim_differences(solution, objectives, metrics)
     return Report(not v, tuple(v), objectives, metrics)
+
+
+def check_claims(instance: Instance, solution: Solution) -> list[str]:
+    """What ``solution`` claims and the verifier recomputes differently, one line each.
+
+    The claims are the ``objectives`` and every entry of ``metrics`` (the counts
+    ``accepted``, ``rejected``, ... among them), each equal to the recomputed value
+    within 1e-6 (relative or absolute); a metric the verifier does not compute is a
+    difference too, so that a misspelt claim is not silently ignored. Empty when
+    everything claimed is right or nothing is claimed. The values are recomputed
+    from the placements that obey their own rules (:func:`verify` reports the others);
+    :func:`verify` includes these lines in its violations.
+
+    Returns
+    -------
+    list[str]
+        ``objectives.KEY: solution says X, verifier computes Y`` in the order
+        acceptance, hardware, migrations, then ``metrics.KEY: ...`` in the solution's order.
+
+    >>> from dataclasses import replace
+    >>> from mipopt.io import load_instance, load_solution
+    >>> inst = load_instance("instances/quickstart.json")
+    >>> sol = load_solution("docs/examples/hand_solution.json")
+    >>> check_claims(inst, replace(sol, metrics={"active_gpus": 2}))
+    ['metrics.active_gpus: solution says 2, verifier computes 3']
+    """
+    report = verify(instance, solution)
+    return _claim_differences(solution, report.objectives, report.metrics)
+
+
+def _claim_differences(solution: Solution, objectives: Objectives, metrics: dict[str, float]) -> list[str]:
+    out: list[str] = []
+    if solution.objectives is not None:
+        claimed = solution.objectives.to_dict()
+        out += _differences("objectives", claimed, objectives.to_dict())
+    return out + _differences("metrics", solution.metrics, metrics)
+
+
+def _differences(field: str, claimed: dict[str, float], computed: dict[str, float]) -> list[str]:
+    out = []
+    for key, got in claimed.items():
+        if key not in computed:
+            out.append(f"{field}.{key}: not a metric mipopt computes (docs/formats.md, Verifier)")
+            continue
+        want = computed[key]
+        if not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-6):
+            out.append(f"{field}.{key}: solution says {got:.10g}, verifier computes {want:.10g}")
+    return out
 
 
 def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Objectives, dict[str, float]]:
