@@ -8,8 +8,8 @@ Examples
 --------
 >>> import mipopt
 >>> inst = mipopt.load_instance("instances/quickstart.json")
->>> sol = mipopt.solve(inst, method="first-fit")
->>> mipopt.verify(inst, sol).ok
+>>> sol = mipopt.solve(inst, method="ff")
+>>> mipopt.verify(inst, sol).valid
 True
 """
 
@@ -37,7 +37,7 @@ _EXPORTS = {
     "plan_migration": "mipopt.migrate",
     "sweep": "mipopt.exact.sweep",
     "simulate": "mipopt.simulation.engine",
-    "make_policy": "mipopt.heuristics.policy",
+    "make_policy": "mipopt.heuristics.registry",
     "compare_methods": "mipopt.compare",
     "get_model": "mipopt.catalog",
 }
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from mipopt.compare import compare_methods
     from mipopt.errors import InstanceError
     from mipopt.exact.sweep import sweep
-    from mipopt.heuristics.policy import make_policy
+    from mipopt.heuristics.registry import make_policy
     from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
     from mipopt.io import load_instance, load_solution
     from mipopt.migrate import plan_migration

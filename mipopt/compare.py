@@ -7,16 +7,9 @@ returns one :class:`GapRow` per (instance, method) with the verifier's numbers a
 to the reference. A solution the verifier rejects is an error (:class:`InvalidSolutionError`),
 never a row.
 
-Method names (:func:`resolve_method`), as ``mipopt solve --method`` reads them:
-
-* ``exact``: the reference itself; ``exact-initial``: the tight model with the running
-  workloads fixed where they run (the WPM use case ``initial``), the best any method that
-  does not migrate can do;
-* a batch heuristic of :data:`mipopt.heuristics.BATCH` (``first-fit``, ``ibm-first-fit``,
-  ``load-balanced``, ``ibm-initial``, ``ibm-joint``, ...);
-* an online policy in batch mode (:func:`mipopt.heuristics.policy.run_batch`): ``ff``, ``mfi``,
-  ``grmu:heavy=0.3``, ``adapter(ff)``, ...; ``online:NAME`` forces the policy where a batch
-  heuristic has the same name (``online:ibm-initial``, IBM's rule applied per arrival).
+Method names are those of :mod:`mipopt.registry` (``mipopt solve --list-methods``): ``exact``
+(the reference), ``exact-initial``, IBM's batch rules and every online policy in batch, with
+options (``grmu:heavy=0.3``, ``adapter(ff)``).
 
 Gaps are against the reference's verified objectives: ``acceptance_gap`` (weighted, the
 optimum minus the method's) and ``acceptance_gap_pct`` (of the optimum), ``accepted_gap``
@@ -30,16 +23,15 @@ solution the gaps are empty (``reference="none"``).
 Examples
 --------
 >>> from mipopt.io import load_instance
->>> rows = compare_methods([load_instance("instances/grmu_fig2b.json")], ["first-fit"])
+>>> rows = compare_methods([load_instance("instances/grmu_fig2b.json")], ["ff"])
 >>> [(r.method, r.acceptance, r.acceptance_gap) for r in rows]
-[('exact', 4.0, 0.0), ('first-fit', 3.0, 1.0)]
+[('exact', 4.0, 0.0), ('ff', 3.0, 1.0)]
 """
 
 from __future__ import annotations
 
 import csv
 import math
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -50,6 +42,7 @@ from typing import Any, Literal, TextIO
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.io import write_atomic
+from mipopt.registry import MethodSpec, get_method, methods
 from mipopt.solvers import SolverOptions
 from mipopt.verifier import verify
 
@@ -57,27 +50,23 @@ __all__ = [
     "EXACT",
     "GapRow",
     "InvalidSolutionError",
-    "Method",
     "MethodSummary",
     "compare_methods",
     "heuristic_names",
     "parse_methods",
-    "resolve_method",
     "summarize",
     "summary_table",
     "write_csv",
 ]
 
-#: The reference method's name: the tight GRMU model, lexicographic.
+#: The reference method's name: the exact model, lexicographic.
 EXACT = "exact"
-#: Exact variants beside the reference, by name: the WPM use case each solves.
-EXACT_VARIANTS: dict[str, str | None] = {EXACT: None, "exact-initial": "initial"}
-#: Batch heuristics that place no new workload (they only move running ones): not in ``all``.
+#: Batch rules that place no new workload (they only move running ones): not in ``all``.
 MOVE_ONLY = ("ibm-compaction", "ibm-reconfiguration")
 #: Policy wrappers shown in ``all``: MIG-Adapter around GRMU's first fit.
 WRAPPED = ("adapter(ff)",)
-ONLINE_PREFIX = "online:"
 
+#: The kind column of a row: exact, a batch rule, or an online policy in batch.
 Kind = Literal["exact", "batch", "policy"]
 
 
@@ -85,44 +74,16 @@ class InvalidSolutionError(RuntimeError):
     """A method returned a solution the verifier rejects (a bug in the method, not a result)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
-    """A named way to solve an instance.
-
-    Attributes
-    ----------
-    name
-        The name as given (``first-fit``, ``mfi``, ``exact-initial``, ...).
-    kind
-        ``exact`` (a MIP, time-limited), ``batch`` (a batch heuristic) or ``policy`` (an
-        online policy in batch mode).
-    solve
-        Instance -> solution.
-    """
-
-    name: str
-    kind: Kind
-    solve: Callable[[Instance], Solution]
-
-
 def heuristic_names() -> list[str]:
-    """What ``all`` means: every batch heuristic that places new workloads, then every policy.
-
-    The online ``ibm-initial`` appears as ``online:ibm-initial`` (the batch heuristic of the
-    same name sorts all new workloads first; the policy sees one arrival at a time).
-    """
-    from mipopt.heuristics import BATCH
-    from mipopt.heuristics.policy import policy_names
-
-    batch = [n for n in BATCH if n not in MOVE_ONLY]
-    policies = [ONLINE_PREFIX + n if n in BATCH else n for n in policy_names() if n != "adapter"]
-    return [*batch, *policies, *WRAPPED]
+    """What ``all`` means: every heuristic of the registry that places new workloads, then
+    MIG-Adapter around first fit."""
+    return [m.name for m in methods() if m.kind == "heuristic" and m.name not in MOVE_ONLY] + list(WRAPPED)
 
 
 def parse_methods(text: str, path: str = "methods") -> list[str]:
     """Split a comma-separated method list; ``all`` expands to :func:`heuristic_names`.
 
-    A policy's options contain commas too (``grmu:heavy=0.3,consolidation=24``): a piece of the
+    A method's options contain commas too (``grmu:heavy=0.3,consolidation=24``): a piece of the
     form ``key=value`` continues the method before it.
 
     Raises
@@ -147,56 +108,8 @@ def parse_methods(text: str, path: str = "methods") -> list[str]:
     return names
 
 
-def resolve_method(
-    name: str,
-    *,
-    solver: str = "highs",
-    options: SolverOptions | None = None,
-    seed: int = 0,
-    path: str = "methods",
-) -> Method:
-    """The method called ``name`` (see the module docstring for the names).
-
-    Parameters
-    ----------
-    solver, options
-        Backend and options of exact methods.
-    seed
-        Seed of policies that draw random numbers.
-
-    Raises
-    ------
-    InstanceError
-        Naming ``path`` for an unknown name or a malformed policy option.
-    """
-    from mipopt.heuristics import BATCH
-    from mipopt.heuristics.policy import make_policy, policy_names, run_batch
-
-    if name in EXACT_VARIANTS:
-        from mipopt.exact.driver import solve_exact
-
-        use_case = EXACT_VARIANTS[name]
-        opts = options or SolverOptions()
-
-        def exact(inst: Instance) -> Solution:
-            return solve_exact(inst, solver=solver, options=opts, use_case=use_case)
-
-        return Method(name, "exact", exact)
-    if name in BATCH:
-        return Method(name, "batch", BATCH[name])
-    spec = name.removeprefix(ONLINE_PREFIX)
-    base = re.split(r"[:(]", spec, maxsplit=1)[0]
-    if base not in policy_names():
-        known = ", ".join(
-            dict.fromkeys([*EXACT_VARIANTS, *BATCH, *(n for n in policy_names() if n != "adapter")])
-        )
-        raise InstanceError(path, f"unknown method {name!r} (known: {known}, adapter(<policy>), all)")
-    policy = make_policy(spec, path)
-
-    def online(inst: Instance) -> Solution:
-        return run_batch(policy, inst, seed=seed)
-
-    return Method(name, "policy", online)
+def _kind(spec: MethodSpec) -> Kind:
+    return "exact" if spec.kind == "exact" else "policy" if spec.policy else "batch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +121,8 @@ class GapRow:
     instance, gpus, new
         The instance's name, its GPUs and its new workloads.
     method, kind
-        See :class:`Method`.
+        The method's name and ``exact``, ``batch`` (an IBM rule) or ``policy`` (an online policy
+        in batch).
     termination, status
         As the method reported them (heuristics: ``completed`` / ``feasible``).
     proven
@@ -287,7 +201,7 @@ Progress = Callable[[int, int, str], None]  # (steps done, steps in all, what ju
 
 def compare_methods(
     instances: Sequence[Instance],
-    methods: Sequence[str],
+    method_names: Sequence[str],
     *,
     solver: str = "highs",
     time_limit_s: float | None = 60.0,
@@ -301,8 +215,8 @@ def compare_methods(
     ----------
     instances
         The instances, in order.
-    methods
-        Method names (see :func:`resolve_method`); the reference ``exact`` always runs first on
+    method_names
+        Method names (:func:`mipopt.methods`); the reference ``exact`` always runs first on
         each instance and is not repeated when named.
     solver
         Backend of the exact methods, ``highs`` or ``cpsat``.
@@ -329,22 +243,25 @@ def compare_methods(
         When the verifier rejects a method's solution.
     """
     try:
-        options = SolverOptions(time_limit_s=time_limit_s, threads=threads, seed=seed)
+        SolverOptions(time_limit_s=time_limit_s, threads=threads, seed=seed)  # checks them once, up front
     except ValueError as err:
         raise InstanceError("time_limit_s" if "time_limit" in str(err) else "threads", str(err)) from None
     from mipopt.solvers import BACKENDS
 
     if solver not in BACKENDS:
         raise InstanceError("solver", f"unknown solver {solver!r} (known: {', '.join(BACKENDS)})")
-    names = [EXACT, *(m for m in methods if m != EXACT)]
-    resolved = [resolve_method(n, solver=solver, options=options, seed=seed) for n in names]
+    names = [EXACT, *(m for m in method_names if m != EXACT)]
+    resolved = [get_method(n, "methods") for n in names]
+    given = {"solver": solver, "time_limit_s": time_limit_s, "threads": threads, "seed": seed}
     total, done = len(instances) * len(resolved), 0
     rows: list[GapRow] = []
     for inst in instances:
         ref: GapRow | None = None
         for method in resolved:
             t0 = time.perf_counter()
-            sol = method.solve(inst)
+            sol = method.run(
+                inst, **{k: v for k, v in given.items() if k in method.options and v is not None}
+            )
             runtime = time.perf_counter() - t0
             row = _row(inst, method, sol, runtime)
             if ref is None:
@@ -357,14 +274,14 @@ def compare_methods(
     return rows
 
 
-def _row(inst: Instance, method: Method, sol: Solution, runtime_s: float) -> GapRow:
+def _row(inst: Instance, method: MethodSpec, sol: Solution, runtime_s: float) -> GapRow:
     exact = method.kind == "exact"
     base: dict[str, Any] = {
         "instance": inst.name,
         "gpus": len(inst.gpus),
         "new": len(inst.new),
         "method": method.name,
-        "kind": method.kind,
+        "kind": _kind(method),
         "termination": sol.termination.value,
         "status": sol.status.value,
         "proven": sol.termination is Termination.OPTIMAL if exact else None,

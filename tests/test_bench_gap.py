@@ -26,9 +26,9 @@ from mipopt.compare import (
     summary_table,
 )
 from mipopt.errors import InstanceError
-from mipopt.heuristics import BATCH, first_fit
 from mipopt.instance import Instance, Objectives, Solution, Status, Termination
 from mipopt.io import load_instance
+from mipopt.registry import MethodSpec, _methods, solve
 from mipopt.verifier import no_solution, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
 
@@ -57,9 +57,9 @@ def by_method(rows: list[GapRow]) -> dict[str, GapRow]:
 
 def test_optimum_and_first_fit_gap_on_grmu_fig2b() -> None:
     inst = load_instance(FIG2B)
-    rows = by_method(compare_methods([inst], ["first-fit", "ff-agnostic"]))
-    assert list(rows) == [EXACT, "first-fit", "ff-agnostic"]
-    ref, ff, agnostic = rows[EXACT], rows["first-fit"], rows["ff-agnostic"]
+    rows = by_method(compare_methods([inst], ["ff", "ff-agnostic"]))
+    assert list(rows) == [EXACT, "ff", "ff-agnostic"]
+    ref, ff, agnostic = rows[EXACT], rows["ff"], rows["ff-agnostic"]
     assert (ref.acceptance, ref.hardware, ref.migrations) == FIG2B_OPTIMUM
     assert (ref.proven, ref.termination, ref.reference, ref.accepted) == (True, "optimal", "optimal", 4)
     assert (ref.acceptance_gap, ref.acceptance_gap_pct, ref.hardware_gap_pct) == (0.0, 0.0, 0.0)
@@ -73,7 +73,7 @@ def test_optimum_and_first_fit_gap_on_grmu_fig2b() -> None:
     assert (ff.accepted_gap, ff.acceptance_gap, ff.acceptance_gap_pct) == (1, 1.0, 25.0)
     assert (ff.hardware_gap_pct, ff.matches_reference, ff.reference) == (0.0, False, "optimal")
     assert (ff.kind, ff.termination, ff.status, ff.proven, ff.gap) == (
-        "batch",
+        "policy",
         "completed",
         "feasible",
         None,
@@ -85,8 +85,8 @@ def test_optimum_and_first_fit_gap_on_grmu_fig2b() -> None:
 
 def test_rows_carry_the_verifiers_numbers() -> None:
     inst = load_instance(FBK)
-    rows = by_method(compare_methods([inst], ["first-fit", "mfi"]))
-    for name, sol in (("first-fit", first_fit(inst)),):
+    rows = by_method(compare_methods([inst], ["ff", "mfi"]))
+    for name, sol in (("ff", solve(inst, "ff")),):
         report = verify(inst, sol)
         r = rows[name]
         assert report.valid
@@ -99,22 +99,22 @@ def test_rows_carry_the_verifiers_numbers() -> None:
     # fbk_fig3: everything fits either way, but the optimum empties g1 (two moves): 3 hardware, not 4
     ref = rows[EXACT]
     assert (ref.acceptance, ref.hardware, ref.migrations) == (8.0, 3.0, 4.0)
-    for name in ("first-fit", "mfi"):
+    for name in ("ff", "mfi"):
         r = rows[name]
         assert (r.acceptance_gap, r.accepted_gap) == (0.0, 0)
         assert r.hardware_gap_pct == pytest.approx(100 / 3)
-    (s,) = [s for s in summarize(rows.values()) if s.method == "first-fit"]
+    (s,) = [s for s in summarize(rows.values()) if s.method == "ff"]
     assert (s.acceptance_optimal, s.optimal, s.proven_references, s.runs) == (1, 0, 1, 1)
     assert s.mean_hardware_gap_pct == pytest.approx(100 / 3)
 
 
 def _broken(inst: Instance) -> Solution:
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     return dataclasses.replace(sol, placements=(*sol.placements, sol.placements[0]))
 
 
 def _boasting(inst: Instance) -> Solution:
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     assert sol.objectives is not None
     return dataclasses.replace(sol, objectives=Objectives(99.0, 0.0, 0.0))
 
@@ -124,7 +124,7 @@ def _boasting(inst: Instance) -> Solution:
     [(_broken, "is placed twice"), (_boasting, "objectives.acceptance: solution says 99")],
 )
 def test_a_solution_the_verifier_rejects_is_an_error(method, message, monkeypatch) -> None:
-    monkeypatch.setitem(BATCH, "bad", method)
+    monkeypatch.setitem(_methods(), "bad", MethodSpec("bad", "heuristic", "a broken method", (), method))
     with pytest.raises(InvalidSolutionError, match=rf"^bad on grmu_fig2b: .*{message}"):
         compare_methods([load_instance(FIG2B)], ["bad"])
 
@@ -133,7 +133,7 @@ def test_an_unproven_reference_is_flagged_and_compared_as_incumbent(monkeypatch)
     def stopped(inst: Instance, **_: object) -> Solution:  # a time limit holding first fit's placement
         return solution_for(
             inst,
-            first_fit(inst).placed(),
+            solve(inst, "ff").placed(),
             method="grmu / highs",
             termination=Termination.TIME_LIMIT,
             status=Status.FEASIBLE,
@@ -173,7 +173,7 @@ def test_an_unproven_reference_is_flagged_and_compared_as_incumbent(monkeypatch)
 
 def test_same_arguments_same_rows() -> None:
     instances = [ibm_instance(4, seed=s) for s in (0, 1)]
-    methods = ["ff", "rr", "mfi", "grmu", "load-balanced", "exact-initial"]
+    methods = ["ff", "rr", "mfi", "grmu", "lb", "exact-initial"]
 
     def strip(rows: list[GapRow]) -> list[dict]:
         return [{k: v for k, v in r.to_dict().items() if k != "runtime_s"} for r in rows]
@@ -193,7 +193,7 @@ def test_same_arguments_same_rows() -> None:
 def test_method_lists() -> None:
     everything = heuristic_names()
     assert "ibm-compaction" not in everything and "ibm-reconfiguration" not in everything
-    assert {"first-fit", "ibm-initial", "online:ibm-initial", "mfi", "grmu", "adapter(ff)"} <= set(everything)
+    assert {"ff", "ibm-initial", "ibm-initial-online", "mfi", "grmu", "adapter(ff)"} <= set(everything)
     assert parse_methods("all") == everything
     assert parse_methods("grmu:heavy=0.3,consolidation=24, ff,adapter(mfi)") == [
         "grmu:heavy=0.3,consolidation=24",
@@ -209,7 +209,7 @@ def test_method_lists() -> None:
 def test_gap_row_round_trips_through_csv(tmp_path: Path) -> None:
     from mipopt.compare import write_csv
 
-    rows = compare_methods([load_instance(FIG2B)], ["first-fit"])
+    rows = compare_methods([load_instance(FIG2B)], ["ff"])
     write_csv(tmp_path / "rows.csv", rows)
     with (tmp_path / "rows.csv").open(newline="") as fh:
         reader = csv.DictReader(fh)
@@ -229,13 +229,11 @@ def run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_cli_table_and_csv(tmp_path: Path, capsys: Capsys) -> None:
     out_csv = tmp_path / "gap.csv"
-    code, out, err = run(
-        capsys, "bench", str(FIG2B), "--methods", "first-fit,ff-agnostic", "--out", str(out_csv)
-    )
+    code, out, err = run(capsys, "bench", str(FIG2B), "--methods", "ff,ff-agnostic", "--out", str(out_csv))
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == "1 GPUs: 1 instance(s), reference proven optimal on 1"
-    (ff_line,) = [line for line in lines if line.startswith("first-fit ")]
+    (ff_line,) = [line for line in lines if line.startswith("ff ")]
     assert ff_line.split()[1:-1] == [
         "1",
         "3.0",
@@ -255,7 +253,7 @@ def test_cli_table_and_csv(tmp_path: Path, capsys: Capsys) -> None:
         rows = list(csv.DictReader(fh))
     assert [(r["method"], r["acceptance"], r["acceptance_gap_pct"]) for r in rows] == [
         ("exact", "4.0", "0.0"),
-        ("first-fit", "3.0", "25.0"),
+        ("ff", "3.0", "25.0"),
         ("ff-agnostic", "2.0", "50.0"),
     ]
 
@@ -279,11 +277,6 @@ def test_cli_generated_json(capsys: Capsys) -> None:
     [
         ((), "instance: give instance files or --generate ibm"),
         ((str(FIG2B), "--gpus", "8"), "--gpus: only with --generate ibm"),
-        (("--generate", "ibm", "--gpus", "0"), "--gpus: must be at least 1, got 0"),
-        (("--generate", "ibm", "--seeds", "0"), "--seeds: must be at least 1, got 0"),
-        (("--generate", "ibm", "--first-seed", "-1"), "--first-seed: must be at least 0, got -1"),
-        ((str(FIG2B), "--time-limit", "0"), "--time-limit: must be positive seconds, got 0"),
-        ((str(FIG2B), "--threads", "0"), "--threads: must be at least 1, got 0"),
         ((str(FIG2B), "--methods", "ff,ff"), "--methods: method 'ff' is named twice"),
         ((str(FIG2B), "--methods", ","), "--methods: no method named; give e.g. ff,mfi or all"),
         ((str(FIG2B), "--methods", "nope"), "--methods: unknown method 'nope' (known: exact, "),
@@ -298,6 +291,32 @@ def test_cli_bad_input_exits_2_with_one_line(
     code, out, err = run(capsys, "bench", *argv, "--out", str(out_csv))
     assert (code, out) == (2, "")
     assert err.startswith(f"mipopt: error: {message}") and err.count("\n") == 1
+    assert not out_csv.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--generate", "ibm", "--gpus", "0"), "--gpus: must be at least 1, got 0"),
+        (("--generate", "ibm", "--seeds", "0"), "--seeds: must be at least 1, got 0"),
+        (("--generate", "ibm", "--first-seed", "-1"), "--first-seed: must be non-negative, got -1"),
+        ((str(FIG2B), "--time-limit", "0"), "--time-limit: must be positive seconds, got 0"),
+        ((str(FIG2B), "--time-limit", "nan"), "--time-limit: must be positive seconds, got nan"),
+        ((str(FIG2B), "--threads", "0"), "--threads: must be at least 1, got 0"),
+        ((str(FIG2B), "--seed", "-2"), "--seed: must be non-negative, got -2"),
+        ((str(FIG2B), "--threads", "two"), "--threads: invalid int value: 'two'"),
+    ],
+)
+def test_cli_option_rules_are_checked_while_parsing(
+    argv: tuple[str, ...], message: str, tmp_path: Path, capsys: Capsys
+) -> None:
+    out_csv = tmp_path / "never.csv"
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", *argv, "--out", str(out_csv)])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1] == f"mipopt bench: error: argument {message}"
     assert not out_csv.exists()
 
 
@@ -327,7 +346,7 @@ def test_bench_gap_smoke(tmp_path: Path) -> None:
     subprocess.run([sys.executable, str(script), *args], cwd=ROOT, check=True, capture_output=True)
     # a second run of two methods: the tables show each method's latest run
     subprocess.run(
-        [sys.executable, str(script), *args, "--methods", "ff,first-fit"],
+        [sys.executable, str(script), *args, "--methods", "ff,lb"],
         cwd=ROOT,
         check=True,
         capture_output=True,

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 
 from mipopt.errors import InstanceError
 from mipopt.exact.driver import lattice_step, parse_objective, solve_exact
-from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, Status, Termination
 from mipopt.io import load_instance
+from mipopt.registry import solve
 from mipopt.verifier import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
@@ -40,7 +40,7 @@ def test_committed_instances_solve_to_verified_optimum(path: Path, solver: str) 
     report = verify(inst, sol)
     assert report.valid, report.violations
     assert (sol.termination, sol.status) == (Termination.OPTIMAL, Status.OPTIMAL)
-    ff = verify(inst, first_fit(inst)).objectives
+    ff = verify(inst, solve(inst, "ff")).objectives
     assert sol.objectives is not None
     assert sol.objectives.acceptance >= ff.acceptance  # lexicographic: acceptance first
     if path.stem in OPTIMA:
@@ -119,7 +119,7 @@ def test_cli_offers_every_registered_model() -> None:
 def test_stages_are_reported_in_their_own_units() -> None:
     """fbk_fig3: every workload is accepted by the warm start (a bound that needs no solve), hardware
     on the aggregated model, migrations on the detailed one after the restricted model fails."""
-    sol = solve_exact(load_instance(INSTANCES / "fbk_fig3.json"))
+    sol = solve(load_instance(INSTANCES / "fbk_fig3.json"))  # the exact method: with its portfolio
     got = [(st.objective, st.value, st.bound, st.proven, st.model) for st in sol.stages]
     assert got == [
         ("acceptance", 8.0, 8.0, True, "incumbent"),
@@ -172,17 +172,16 @@ def test_lattice_step(values: tuple[float, ...], step: float | None) -> None:
 
 
 def test_time_limited_solve_returns_its_best_placement_and_says_so() -> None:
-    from mipopt.solvers import SolverOptions
     from mipopt.workloads.ibm import ibm_instance
 
     inst = ibm_instance(400, seed=1)
-    sol = solve_exact(inst, options=SolverOptions(time_limit_s=3))
+    sol = solve(inst, time_limit_s=3)  # the exact method: with its portfolio
     assert (sol.termination, sol.status) == (Termination.TIME_LIMIT, Status.FEASIBLE)
     report = verify(inst, sol)
     assert report.valid
     assert "not optimized: " in sol.message
     # never worse than the first heuristic of the warm start, in the objective's order
-    start = verify(inst, first_fit(inst)).objectives
+    start = verify(inst, solve(inst, "ff")).objectives
     got = report.objectives
     assert (-got.acceptance, got.hardware, got.migrations) <= (
         -start.acceptance,
@@ -196,7 +195,7 @@ def test_cli_solves_with_every_batch_heuristic_and_policy(capsys: pytest.Capture
 
     from mipopt.cli import main
     from mipopt.heuristics import BATCH
-    from mipopt.heuristics.policy import policy_names
+    from mipopt.heuristics.registry import policy_names
     from mipopt.instance import solution_from_dict
 
     path = INSTANCES / "fbk_fig3.json"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from mipopt.exact.driver import solve_exact
-from mipopt.heuristics import BATCH
 from mipopt.instance import Status, Termination
 from mipopt.instance.parse import instance_to_dict
 from mipopt.io import load_solution, write_json
+from mipopt.registry import solve
 from mipopt.solvers import SolverOptions
 from mipopt.solvers.stop import StopFlag
 from mipopt.verifier import verify
@@ -32,12 +32,12 @@ def lex(o: object) -> tuple[float, float, float]:
 def test_a_tiny_limit_returns_a_verified_answer_never_worse_than_the_warm_start(solver: str) -> None:
     inst = ibm_instance(80, seed=1)
     t0 = time.monotonic()
-    sol = solve_exact(inst, solver=solver, options=SolverOptions(time_limit_s=0.5))
+    sol = solve(inst, solver=solver, time_limit_s=0.5)  # the exact method, with its portfolio
     elapsed = time.monotonic() - t0
     assert sol.status is not Status.NONE
     report = verify(inst, sol)
     assert report.valid, report.violations
-    start = verify(inst, BATCH["ibm-initial"](inst)).objectives
+    start = verify(inst, solve(inst, "ibm-initial")).objectives
     assert lex(report.objectives) <= lex(start)
     assert elapsed < 0.5 + 5  # generous: the promise is max(1 s, 10 %), the test only catches a runaway
     if sol.status is Status.FEASIBLE:

@@ -213,7 +213,7 @@ def test_the_optimal_profit_is_kept(name: str, use_case: str, tight: bool) -> No
 @pytest.mark.parametrize(("name", "use_case"), sorted(PROFIT))
 def test_solve_wpm_proves_the_optimum_from_its_start(name: str, use_case: str) -> None:
     inst = _profit_case(name, use_case)
-    sol = solve_wpm(inst, use_case=use_case, warm_start=True)
+    sol = solve_wpm(inst, use_case=use_case, warm_start=True, heuristics=HEURISTICS)
     assert verify(inst, sol).valid
     assert sol.termination is Termination.OPTIMAL
     assert sol.bound == pytest.approx(PROFIT[name, use_case], abs=1e-6)
@@ -260,7 +260,7 @@ def test_warm_starts_are_feasible_and_not_above_the_optimum(name: str, use_case:
         assert _violations(built, start) == [], start_name
         assert pyo.value(built.model.profit) <= PROFIT[name, use_case] + 1e-6
     assert images
-    name_, best, profit = best_start(built)
+    name_, best, profit = best_start(built, HEURISTICS)
     assert best is not None and name_ in STARTS[use_case]
     assert profit <= PROFIT[name, use_case] + 1e-6
 

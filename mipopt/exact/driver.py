@@ -40,7 +40,7 @@ from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.exact.preprocess.indexing import TooManyMultisets
 from mipopt.instance import Instance, Solution, StageResult, Status, Termination
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
-from mipopt.verifier import evaluate, no_solution, solution_for
+from mipopt.verifier import evaluate, no_solution, solution_for, verify
 
 DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
 Placed = dict[str, tuple[str, int]]
@@ -110,7 +110,8 @@ def parse_objective(text: str) -> ObjectiveSpec:
 
 
 #: Fast heuristics whose best placement (by the objective's order) seeds every stage.
-PORTFOLIO = ("first-fit", "mfi", "bf", "ibm-initial")  # cheapest first: a tight limit runs the first
+#: A named fast heuristic that the exact driver may try as a warm start.
+Heuristic = tuple[str, Callable[[Instance], Solution]]
 #: Time kept back per workload to decode and verify the answer after the last stage (about 2.5 s at
 #: 50,000 workloads on a 2-core Xeon).
 FINISH_S_PER_WORKLOAD = 5e-5
@@ -145,7 +146,8 @@ def solve_exact(
     solver: str = "highs",
     objective: str | ObjectiveSpec = DEFAULT_OBJECTIVE,
     options: SolverOptions | None = None,
-    warm_start: bool = True,
+    portfolio: Sequence[Heuristic] = (),
+    warm_start: Solution | None = None,
     bounds: Sequence[tuple[str, str, float]] = (),
     use_case: str | None = None,
     progress: Callable[[StageEvent], None] | None = None,
@@ -153,7 +155,7 @@ def solve_exact(
     """Solve ``instance`` exactly and return the solution with the verifier's objectives.
 
     The answer is never worse, in the objective's order, than the best warm start
-    (the fast heuristics of :data:`PORTFOLIO`, and the current placement with every new
+    (the ``portfolio`` of fast heuristics, and the current placement with every new
     workload rejected, which is always feasible), whatever the time limit: a stage the
     solver could not finish leaves the best placement known, with status ``feasible``.
 
@@ -169,8 +171,11 @@ def solve_exact(
     options
         Time limit for the whole call (model building, every stage, decoding), threads,
         seed, gap (default 0: proof), a stop flag (Ctrl-C) and a deadline.
+    portfolio
+        Fast heuristics to seed the stages with, cheapest first (:func:`mipopt.solve` passes
+        first fit, mfi, bf and ibm-initial); they share :data:`PORTFOLIO_SHARE` of the limit.
     warm_start
-        Seed every stage with the best of the fast heuristics.
+        A placement of ``instance`` to start from as well (it must pass the verifier).
     use_case
         The WPM paper's questions: ``initial`` (running workloads stay where they are),
         ``compaction`` (running workloads only, onto GPUs already in use),
@@ -207,9 +212,10 @@ def solve_exact(
     method = f"{model} / {solver}, {spec}" + (f", {use_case}" if use_case else "")
 
     run.offer(work.current_placement(), "current placement")
-    if warm_start:
-        for name, placed in _portfolio(work, run):
-            run.offer(placed, name)
+    if warm_start is not None:
+        run.offer(_given_start(instance, work, warm_start), "the given warm start")
+    for name, placed in _portfolio(work, portfolio, run):
+        run.offer(placed, name)
 
     if model == "grmu":
         try:
@@ -623,24 +629,30 @@ class _ConfigModels:
         return self.built[mode]
 
 
-def _portfolio(work: Instance, run: _Run) -> Iterator[tuple[str, Placed]]:
+def _given_start(instance: Instance, work: Instance, start: Solution) -> Placed:
+    """A caller's warm start, checked by the verifier, restricted to the use case's workloads."""
+    report = verify(instance, start)
+    if not report.valid:
+        raise InstanceError("warm_start", f"not a valid placement of {instance.name}: {report.violations[0]}")
+    ids = {w.id for w in work.workloads}
+    return {w: spot for w, spot in start.placed().items() if w in ids}
+
+
+def _portfolio(work: Instance, portfolio: Sequence[Heuristic], run: _Run) -> Iterator[tuple[str, Placed]]:
     """The placements of the fast heuristics (running workloads where they run), within
     :data:`PORTFOLIO_SHARE` of the time limit: a heuristic runs only if, at the pace of the
     slowest so far (for the first, :data:`PORTFOLIO_S_PER_WORKLOAD`), it ends within that share."""
-    from mipopt.heuristics import BATCH
-    from mipopt.heuristics.policy import make_policy, run_batch
-
     left = run.left()
     budget = None if left is None else left * PORTFOLIO_SHARE
     start = time.monotonic()
     pace = PORTFOLIO_S_PER_WORKLOAD * len(work.workloads)
-    for name in PORTFOLIO:
+    for i, (name, heuristic) in enumerate(portfolio):
         spent = time.monotonic() - start
         if run.stopped() is not None or (budget is not None and spent + pace > budget):
             return
         t0 = time.monotonic()
-        sol = BATCH[name](work) if name in BATCH else run_batch(make_policy(name, "method"), work)
-        pace = max(pace if name != PORTFOLIO[0] else 0.0, time.monotonic() - t0)
+        sol = heuristic(work)
+        pace = max(pace if i else 0.0, time.monotonic() - t0)
         if sol.status is not Status.NONE:
             yield name, sol.placed()
 

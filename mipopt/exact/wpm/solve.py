@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 import pyomo.environ as pyo
@@ -54,13 +54,17 @@ STARTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def best_start(built: WpmModel, until: float | None = None) -> tuple[str, dict[str, float] | None, float]:
+def best_start(
+    built: WpmModel, heuristics: Mapping[str, Callable[[Instance], Solution]], until: float | None = None
+) -> tuple[str, dict[str, float] | None, float]:
     """The best of :data:`STARTS` for ``built``'s use case, as WPM variable values.
 
     Parameters
     ----------
     built
         The built model.
+    heuristics
+        IBM's rules by name (:data:`STARTS`); a name missing here is skipped.
     until
         ``time.perf_counter()`` after which no further placement is tried; None for all.
 
@@ -70,20 +74,14 @@ def best_start(built: WpmModel, until: float | None = None) -> tuple[str, dict[s
         The placement's name, its values by Pyomo name (None when no placement has an
         image in the model) and its Eq. 2a profit.
     """
-    from mipopt.heuristics import ibm_rules  # heuristics sit above the exact layer
-
-    heuristics: dict[str, Callable[[Instance], Solution]] = {
-        "ibm-initial": ibm_rules.ibm_initial,
-        "ibm-compaction": ibm_rules.ibm_compaction,
-        "ibm-reconfiguration": ibm_rules.ibm_reconfiguration,
-        "ibm-joint": ibm_rules.ibm_joint,
-    }
     inst = built.instance
     repn = generate_standard_repn(built.model.profit.expr)
     best: tuple[str, dict[str, float] | None, float] = ("none", None, -math.inf)
     for name in STARTS[built.use_case]:
         if until is not None and time.perf_counter() > until:
             break
+        if name != "current" and name not in heuristics:
+            continue
         placed = inst.current_placement() if name == "current" else heuristics[name](inst).placed()
         start = built.warm_start(placed)
         if start is None:
@@ -105,6 +103,7 @@ def solve_wpm(
     options: SolverOptions | None = None,
     max_repairs: int = 5,
     warm_start: bool = False,
+    heuristics: Mapping[str, Callable[[Instance], Solution]] | None = None,
 ) -> Solution:
     """Solve a WPM use case and return an indexed, verified-shape solution.
 
@@ -125,6 +124,9 @@ def solve_wpm(
         and ``options`` names none. Off by default: at 80 GPUs it did not shorten the
         proofs (HiGHS finds as good an incumbent within a second or two) and, under
         1-3 s limits, it gave better incumbents on some cases and worse on others.
+    heuristics
+        IBM's rules by name, for the warm start (:func:`mipopt.solve` passes them); without
+        them only ``current`` is tried.
     """
     t0 = time.perf_counter()
     options = options or SolverOptions()
@@ -139,7 +141,7 @@ def solve_wpm(
     if warm_start and options.warm_start is None and backend.capabilities.supports_warm_start:
         # the placements' time counts in the limit: at most a fifth of it goes to them
         until = None if options.time_limit_s is None else t0 + options.time_limit_s / 5
-        name, start, profit = best_start(built, until)
+        name, start, profit = best_start(built, heuristics or {}, until)
         if start is not None:
             options = replace(options, warm_start=start)
             notes.append(f"start {name} (profit {profit:.10g})")

@@ -1,0 +1,439 @@
+"""The one table of methods: which code a method name means, and which options it takes.
+
+Every way mipopt places workloads is a :class:`MethodSpec` in :data:`METHODS`: the exact
+models, IBM's batch rules and every online policy run in batch (the instance's new workloads
+arrive in file order at time 0). :func:`solve`, ``mipopt solve --method``, ``mipopt bench``
+(:func:`mipopt.compare.compare_methods`) and the docs (``mipopt solve --list-methods``) all
+look names up here and nowhere else.
+
+A method name may carry options, as a policy's does: ``grmu:heavy=0.3``, ``adapter(ff)``,
+``exact:model=wpm,use_case=initial``. An option the method does not take is an error naming
+the option and the method, never ignored.
+
+Examples
+--------
+>>> import mipopt
+>>> [m.name for m in mipopt.methods() if m.kind == "exact"]
+['exact', 'exact-initial']
+>>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
+>>> mipopt.solve(inst, "ff").objectives.acceptance, mipopt.solve(inst).objectives.acceptance
+(3.0, 4.0)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from mipopt.errors import InstanceError
+from mipopt.instance import Instance, Solution
+
+__all__ = ["MethodSpec", "get_method", "method_names", "methods", "solve"]
+
+Kind = Literal["exact", "heuristic"]
+
+#: Options of the exact methods' solver, shared by every model.
+SOLVER_OPTIONS = ("solver", "time_limit_s", "threads", "seed", "gap", "stop", "deadline")
+#: The formulations of ``exact``: the GRMU models and IBM's WPM.
+EXACT_MODELS = ("grmu", "grmu-slots", "grmu-paper", "wpm")
+#: What ``exact`` takes with a GRMU model, and with ``model="wpm"``.
+GRMU_OPTIONS = ("model", "objective", "use_case", "warm_start", "progress", *SOLVER_OPTIONS)
+WPM_OPTIONS = ("model", "use_case", "warm_start", *SOLVER_OPTIONS)
+#: The heuristics the exact driver tries as warm starts, cheapest first.
+PORTFOLIO = ("ff", "mfi", "bf", "ibm-initial")
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """A named method: what it is, which options it takes, and how to run it.
+
+    Attributes
+    ----------
+    name
+        The name :func:`solve` and ``--method`` take (with options: ``grmu:heavy=0.3``).
+    kind
+        ``exact`` (a MIP, time-limited, with a bound) or ``heuristic``.
+    summary
+        One line for ``--list-methods`` and the docs.
+    options
+        The keyword options :attr:`run` takes beyond the instance.
+    run
+        ``run(instance, **options) -> Solution``.
+    policy
+        For an online policy run in batch: the policy spec it makes (``ibm-initial``).
+    preset
+        Options fixed by the name (``exact-initial`` is ``exact`` with ``use_case="initial"``).
+
+    Examples
+    --------
+    >>> spec = get_method("adapter(ff)")
+    >>> spec.kind, spec.options
+    ('heuristic', ('seed',))
+    """
+
+    name: str
+    kind: Kind
+    summary: str
+    options: tuple[str, ...]
+    run: Callable[..., Solution] = field(repr=False, compare=False)
+    policy: str | None = None
+    preset: Mapping[str, Any] = field(default_factory=dict)
+
+    def takes(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """The options this method takes, given the others (``wpm`` takes no ``objective``)."""
+        model = options.get("model", self.preset.get("model"))
+        return WPM_OPTIONS if self.kind == "exact" and model == "wpm" else self.options
+
+
+def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, **options: Any) -> Solution:
+    from mipopt.exact.driver import solve_exact
+    from mipopt.exact.wpm.solve import solve_wpm
+    from mipopt.solvers import SolverOptions
+
+    solver = options.pop("solver", "highs")
+    solver_options = SolverOptions(
+        time_limit_s=options.pop("time_limit_s", None),
+        threads=options.pop("threads", None),
+        seed=options.pop("seed", 0),
+        mip_rel_gap=options.pop("gap", None),
+        stop=options.pop("stop", None),
+        deadline=options.pop("deadline", None),
+    )
+    if model == "wpm":
+        rules = {
+            n: get_method(n).run
+            for n in ("ibm-initial", "ibm-compaction", "ibm-reconfiguration", "ibm-joint")
+        }
+        return solve_wpm(
+            instance,
+            use_case=options.pop("use_case", None) or "joint",
+            solver=solver,
+            options=solver_options,
+            warm_start=bool(warm_start),
+            heuristics=rules,
+        )
+    if model not in EXACT_MODELS:
+        raise InstanceError("model", f"unknown model {model!r} (known: {', '.join(EXACT_MODELS)})")
+    portfolio = () if warm_start is False else tuple((n, get_method(n).run) for n in PORTFOLIO)
+    given = warm_start if isinstance(warm_start, Solution) else None
+    if warm_start not in (None, True, False) and given is None:
+        raise InstanceError(
+            "warm_start", f"expected a Solution, True or False, got {type(warm_start).__name__}"
+        )
+    return solve_exact(
+        instance,
+        model=model,
+        solver=solver,
+        options=solver_options,
+        portfolio=portfolio,
+        warm_start=given,
+        **options,
+    )
+
+
+def _rule(function: str) -> Callable[..., Solution]:
+    def run(instance: Instance) -> Solution:
+        from mipopt.heuristics import ibm_baselines, ibm_rules
+
+        module = ibm_baselines if function == "ibm_first_fit" else ibm_rules
+        solution: Solution = getattr(module, function)(instance)
+        return solution
+
+    return run
+
+
+def _policy(spec: str) -> Callable[..., Solution]:
+    def run(instance: Instance, *, seed: int = 0) -> Solution:
+        from mipopt.heuristics.policy import run_batch
+        from mipopt.heuristics.registry import make_policy
+
+        return run_batch(make_policy(spec, "method"), instance, seed=seed)
+
+    return run
+
+
+def _exact_spec(name: str, summary: str, preset: Mapping[str, Any]) -> MethodSpec:
+    options = tuple(o for o in GRMU_OPTIONS if o not in preset)
+    return MethodSpec(name, "exact", summary, options, _exact, preset=dict(preset))
+
+
+def _table() -> dict[str, MethodSpec]:
+    """Every method by name, in the order the docs list them."""
+    from mipopt.heuristics.registry import make_policy, policy_names
+
+    specs = [
+        _exact_spec(
+            "exact",
+            "lexicographic optimum (acceptance, hardware, migrations) of a MIP model: grmu (default), "
+            "grmu-slots, grmu-paper, or IBM's wpm",
+            {},
+        ),
+        _exact_spec(
+            "exact-initial",
+            "exact with use_case='initial': running workloads stay where they run",
+            {"use_case": "initial"},
+        ),
+        MethodSpec(
+            "ibm-first-fit",
+            "heuristic",
+            "IBM baseline: GPUs and workloads by id, first free index from 0",
+            (),
+            _rule("ibm_first_fit"),
+        ),
+        MethodSpec(
+            "ibm-initial",
+            "heuristic",
+            "IBM rule-based initial deployment (WPM section 4.2), largest first",
+            (),
+            _rule("ibm_initial"),
+        ),
+        MethodSpec(
+            "ibm-compaction",
+            "heuristic",
+            "IBM rule-based compaction: moves running workloads only",
+            (),
+            _rule("ibm_compaction"),
+        ),
+        MethodSpec(
+            "ibm-reconfiguration",
+            "heuristic",
+            "IBM rule-based reconfiguration: moves running workloads only",
+            (),
+            _rule("ibm_reconfiguration"),
+        ),
+        MethodSpec(
+            "ibm-joint", "heuristic", "IBM reconfiguration, then initial deployment", (), _rule("ibm_joint")
+        ),
+    ]
+    for policy in policy_names():
+        if policy == "adapter":
+            continue
+        # the batch rule is ibm-initial; the online rule, one arrival at a time, is ibm-initial-online
+        name = f"{policy}-online" if policy == "ibm-initial" else policy
+        summary = f"online policy: {make_policy(policy).describe()}"
+        specs.append(MethodSpec(name, "heuristic", summary, ("seed",), _policy(policy), policy=policy))
+    return {s.name: s for s in specs}
+
+
+_TABLE: dict[str, MethodSpec] = {}
+
+
+def _methods() -> dict[str, MethodSpec]:
+    if not _TABLE:
+        _TABLE.update(_table())
+    return _TABLE
+
+
+def methods() -> list[MethodSpec]:
+    """Every method, exact first, then IBM's batch rules, then the online policies in batch.
+
+    ``adapter(<policy>)`` (MIG-Adapter around any policy) is not listed; :func:`get_method`
+    makes it.
+
+    Examples
+    --------
+    >>> [m.name for m in methods()][:3]
+    ['exact', 'exact-initial', 'ibm-first-fit']
+    """
+    return list(_methods().values())
+
+
+def method_names() -> list[str]:
+    """The names of :func:`methods`, then ``adapter(<policy>)``."""
+    return [*_methods(), "adapter(<policy>)"]
+
+
+_SPEC = re.compile(r"^(?P<name>[a-z0-9-]+|adapter\(.+\))(?::(?P<options>.*))?$")
+
+
+def get_method(spec: str, path: str = "method") -> MethodSpec:
+    """The method a name means, with the options its name carries bound.
+
+    Parameters
+    ----------
+    spec
+        A name of :func:`methods`, with options after a colon: ``grmu:heavy=0.3`` (a policy's
+        own options), ``exact:model=wpm,use_case=initial`` (an exact method's), or
+        ``adapter(<policy>)``.
+    path
+        What to name in errors (``method``; the CLI passes ``--method``).
+
+    Raises
+    ------
+    InstanceError
+        Naming ``path``: an unknown name or option.
+
+    Examples
+    --------
+    >>> get_method("exact:model=grmu-slots").preset
+    {'model': 'grmu-slots'}
+    >>> get_method("nope")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: method: unknown method 'nope' (known: exact, exact-initial, ...)
+    """
+    table = _methods()
+    spec = spec.strip()
+    match = _SPEC.match(spec)
+    name = match["name"] if match else spec
+    if name in table and table[name].kind == "exact":
+        base = table[name]
+        given = _exact_options(match["options"] if match else None, base, path)
+        return replace(
+            base,
+            name=spec,
+            preset={**base.preset, **given},
+            options=tuple(o for o in base.options if o not in given),
+        )
+    if name in table and table[name].policy is not None and match and match["options"] is None:
+        return table[name]
+    if name in table and table[name].policy is None:
+        if match and match["options"]:
+            raise InstanceError(path, f"method {name} takes no options in its name, got {spec!r}")
+        return table[name]
+    policy = spec.replace("ibm-initial-online", "ibm-initial")
+    base_name = re.split(r"[:(]", policy, maxsplit=1)[0]
+    policies = {s.policy for s in table.values() if s.policy} | {"adapter"}
+    if base_name not in policies:
+        known = ", ".join(table)
+        raise InstanceError(path, f"unknown method {spec!r} (known: {known}, adapter(<policy>))")
+    from mipopt.heuristics.registry import make_policy
+
+    made = make_policy(policy, path)  # bad policy options fail here, naming path
+    return MethodSpec(
+        spec, "heuristic", f"online policy: {made.describe()}", ("seed",), _policy(policy), policy=policy
+    )
+
+
+def _exact_options(text: str | None, base: MethodSpec, path: str) -> dict[str, Any]:
+    """``key=value`` options in an exact method's name; a piece without ``=`` continues the
+    value before it (``objective=lex:acceptance,hardware``)."""
+    pairs: list[list[str]] = []
+    for piece in (text or "").split(","):
+        if "=" in piece:
+            pairs.append(piece.split("=", 1))
+        elif pairs:
+            pairs[-1][1] += "," + piece
+        elif piece.strip():
+            raise InstanceError(path, f"expected key=value options after {base.name}:, got {piece!r}")
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        key = key.strip()
+        if key not in ("model", "objective", "use_case", "solver"):
+            raise InstanceError(
+                path, f"{base.name} takes model, objective, use_case or solver in its name, got {key!r}"
+            )
+        out[key] = value.strip()
+    return out
+
+
+def solve(
+    instance: Instance,
+    method: str = "exact",
+    *,
+    model: str | None = None,
+    solver: str | None = None,
+    objective: str | None = None,
+    use_case: str | None = None,
+    time_limit_s: float | None = None,
+    threads: int | None = None,
+    seed: int | None = None,
+    gap: float | None = None,
+    warm_start: Solution | bool | None = None,
+    progress: Callable[..., None] | None = None,
+    stop: Any = None,
+    deadline: float | None = None,
+) -> Solution:
+    """Place ``instance``'s new workloads with any method, exact or heuristic.
+
+    Parameters
+    ----------
+    instance
+        The cluster and its workloads (:func:`mipopt.load_instance`).
+    method
+        A name of :func:`methods` (default ``exact``), with options after a colon
+        (``grmu:heavy=0.3``, ``exact:model=wpm``), or ``adapter(<policy>)``.
+    model
+        Exact only: ``grmu`` (default: the configuration model, staged proofs), ``grmu-slots``,
+        ``grmu-paper`` or ``wpm`` (IBM's profit MIP).
+    solver
+        Exact only: ``highs`` (default) or ``cpsat``.
+    objective
+        Exact GRMU models only: ``lex:acceptance,hardware,migrations`` (default),
+        ``lex:NAME[@TOL],...`` or ``weighted:W1,W2,W3[,W4]``.
+    use_case
+        Exact only: the WPM paper's ``initial``, ``compaction``, ``reconfiguration`` or
+        ``joint``.
+    time_limit_s, threads, gap
+        Exact only: limit for the whole call, solver threads, relative gap at which each stage
+        stops (default 0: prove).
+    seed
+        Solver seed (exact) or the policy's random generator seed (online policies); default 0.
+    warm_start
+        Exact only: a :class:`Solution` of ``instance`` to start from (it must verify);
+        ``False`` skips the fast heuristics the GRMU driver tries first (for ``wpm``, ``True``
+        tries IBM's rules first).
+    progress
+        Exact GRMU models only: called with a :class:`mipopt.exact.driver.StageEvent` as each
+        stage starts and ends.
+    stop, deadline
+        Exact only: a :class:`mipopt.solvers.StopFlag` that ends the solve early keeping the best
+        answer (Ctrl-C in the CLI), and a ``time.monotonic()`` deadline.
+
+    Returns
+    -------
+    Solution
+        Its status says what was proven; a time-limited exact answer carries its bound and gap.
+
+    Raises
+    ------
+    InstanceError
+        Naming the parameter: an unknown method, an option the method does not take
+        (``objective`` with a heuristic, or with ``model="wpm"``), or a bad value.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/quickstart.json")
+    >>> sol = mipopt.solve(inst, time_limit_s=30)
+    >>> sol.status.value, sol.objectives.acceptance
+    ('optimal', 8.0)
+    >>> mipopt.solve(inst, "mfi", objective="lex:acceptance")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: objective: method mfi takes no objective (it takes: seed)
+    """
+    spec = get_method(method)
+    given = {
+        k: v
+        for k, v in {
+            "model": model,
+            "solver": solver,
+            "objective": objective,
+            "use_case": use_case,
+            "time_limit_s": time_limit_s,
+            "threads": threads,
+            "seed": seed,
+            "gap": gap,
+            "warm_start": warm_start,
+            "progress": progress,
+            "stop": stop,
+            "deadline": deadline,
+        }.items()
+        if v is not None
+    }
+    for key in given:
+        if key in spec.preset:
+            raise InstanceError(key, f"method {spec.name} sets {key} itself ({key}={spec.preset[key]!r})")
+    options = {**spec.preset, **given}
+    takes = spec.takes(options)
+    for key in given:
+        if key not in takes:
+            what = (
+                f"{spec.name} with model {options['model']}" if options.get("model") == "wpm" else spec.name
+            )
+            listed = ", ".join(o for o in takes if o not in ("stop", "deadline")) or "no options"
+            raise InstanceError(key, f"method {what} takes no {key} (it takes: {listed})")
+    return spec.run(instance, **options)
