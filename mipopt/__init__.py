@@ -42,7 +42,28 @@ _EXPORTS = {
     "get_model": "mipopt.catalog",
 }
 
-__all__ = ["__version__", "catalog", *_EXPORTS]
+__all__ = [
+    "Instance",
+    "InstanceBuilder",
+    "InstanceError",
+    "MethodSpec",
+    "Solution",
+    "Status",
+    "Termination",
+    "__version__",
+    "catalog",
+    "compare_methods",
+    "get_model",
+    "load_instance",
+    "load_solution",
+    "make_policy",
+    "methods",
+    "plan_migration",
+    "simulate",
+    "solve",
+    "sweep",
+    "verify",
+]
 
 if TYPE_CHECKING:
     from mipopt import catalog
