@@ -6,6 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,3 +42,23 @@ def test_ci_runs_the_second_command_as_written() -> None:
     assert out.stdout == quick_start_commands()[1]
     assert 'bash -c "$cmd"' in script
     assert re.search(r"^\s*5\) .*exit 1", script, re.M)  # pytest's "no tests collected" fails CI
+
+
+def test_python_section_runs_as_a_doctest(monkeypatch: pytest.MonkeyPatch) -> None:
+    import doctest
+
+    text = (ROOT / "README.md").read_text()
+    section = re.search(r"^## Python\n(.*?)^## ", text, re.S | re.M)
+    assert section, "README.md has no Python section"
+    (block,) = re.findall(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
+    test = doctest.DocTestParser().get_doctest(block, {}, "README.md#python", "README.md", 0)
+    assert len(test.examples) >= 8
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    monkeypatch.chdir(ROOT)  # the example names instances/ relative to the checkout
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_python_section_comes_right_after_the_quick_start() -> None:
+    headings = re.findall(r"^## (.+)$", (ROOT / "README.md").read_text(), re.M)
+    assert headings[:2] == ["Quick start", "Python"]
