@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.errors import InstanceError
@@ -401,3 +402,48 @@ class Solution:
         for a in self.placements:
             out.setdefault(a.workload, a)
         return out
+
+    def summary(self, instance: Instance, *, joint: bool = False) -> str:
+        """The text ``mipopt solve`` prints: termination, objectives, stages, moves, one row per
+        workload, metrics and the GPUs drawn.
+
+        Parameters
+        ----------
+        instance
+            The instance this solves (its workloads and GPUs are listed).
+        joint
+            Running workloads were free to move: a move gets a hint that ``use_case="initial"``
+            keeps them home.
+
+        Examples
+        --------
+        >>> import mipopt
+        >>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
+        >>> print(mipopt.solve(inst, "ff").summary(inst).splitlines()[3])
+        objectives: acceptance 3, hardware 2, migrations 0
+        """
+        from mipopt.instance.summary import solution_summary
+
+        return solution_summary(instance, self, joint=joint)
+
+    def to_json(self) -> str:
+        """The solution as ``mipopt-solution`` JSON text (docs/formats.md).
+
+        Examples
+        --------
+        >>> import json, mipopt
+        >>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
+        >>> json.loads(mipopt.solve(inst, "ff").to_json())["format"]
+        'mipopt-solution'
+        """
+        import json
+
+        from mipopt.instance.parse import solution_to_dict
+
+        return json.dumps(solution_to_dict(self), indent=2) + "\n"
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_json` to ``path`` atomically (a reader never sees half a file)."""
+        from mipopt.io import write_solution
+
+        write_solution(path, self)
