@@ -15,7 +15,8 @@ from mipopt.catalog import get_model
 from mipopt.geometry import tables_for
 from mipopt.heuristics import first_fit
 from mipopt.heuristics.grmu import HEAVY, LIGHT, POOL, Grmu, MaxExpectedCC
-from mipopt.heuristics.policy import make_policy, run_batch
+from mipopt.heuristics.policy import run_batch
+from mipopt.heuristics.registry import make_policy
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.state.cluster import Cluster
 from mipopt.verifier import verify

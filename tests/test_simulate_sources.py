@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mipopt.errors import InstanceError
-from mipopt.heuristics.policy import make_policy, policy_names
+from mipopt.heuristics.registry import make_policy, policy_names
 from mipopt.simulation import simulate
 from mipopt.simulation.runs import make_trace
 from tests.factories import write_alibaba_csvs
@@ -82,3 +82,13 @@ def test_poisson_spec_options() -> None:
         make_trace("poisson:mix=1g.10gb:x", seed=1)
     with pytest.raises(InstanceError, match=r"gpus must be an integer of at least 1, got 0"):
         make_trace("poisson:gpus=0", seed=1)
+
+
+def test_the_registry_table_names_each_policy_by_its_own_name() -> None:
+    """The explicit table (mipopt.heuristics.registry.POLICIES) and the classes agree on every name."""
+    from mipopt.heuristics.registry import POLICIES
+
+    assert sorted(POLICIES) == policy_names()
+    for name, factory in POLICIES.items():
+        made = factory(make_policy("ff")) if name == "adapter" else factory()
+        assert made.name == ("adapter(ff)" if name == "adapter" else name)

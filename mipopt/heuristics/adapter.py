@@ -37,7 +37,7 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile
 from mipopt.geometry import NO_START, tables_for
-from mipopt.heuristics.policy import Policy, register
+from mipopt.heuristics.policy import Policy
 from mipopt.instance import Workload
 from mipopt.state.cluster import Cluster
 
@@ -92,7 +92,6 @@ def _extra_slots(model: GpuModel, own: Profile, held: Profile) -> int:
     return max(held.memory_slots - slots, 0)
 
 
-@register("adapter")
 class Adapter(Policy):
     """MIG-Adapter on top of any policy: borrow a larger compatible profile, return it when space frees.
 

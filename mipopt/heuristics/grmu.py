@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from mipopt.catalog import GpuModel
 from mipopt.geometry import NO_START, GeometryTables, tables_for
-from mipopt.heuristics.policy import Decision, Policy, register
+from mipopt.heuristics.policy import Decision, Policy
 from mipopt.instance import Workload
 from mipopt.migrate.execute import execute, rearrange
 from mipopt.state.cluster import Cluster, Group, Relocation
@@ -102,7 +102,6 @@ def best_gpu(cluster: Cluster, w: Workload, score: Score) -> Decision:
     return k, int(start[k])
 
 
-@register("ff")
 class FirstFit(Policy):
     """GRMU ff: hosts and GPUs in order, the first GPU where the profile fits, driver default start."""
 
@@ -114,7 +113,6 @@ class FirstFit(Policy):
         return None if ok.size == 0 else (int(ok[0]), int(start[ok[0]]))
 
 
-@register("bf")
 class BestFit(Policy):
     """GRMU bf: the GPU with the fewest free memory slots left after placing, driver default start."""
 
@@ -124,7 +122,6 @@ class BestFit(Policy):
         return best_gpu(cluster, w, lambda model, t, p, after: -t.free_slots[after])
 
 
-@register("mcc")
 class MaxCC(Policy):
     """GRMU mcc (Alg. 6): the GPU with the highest CC after placing, driver default start."""
 
@@ -134,7 +131,6 @@ class MaxCC(Policy):
         return best_gpu(cluster, w, lambda model, t, p, after: t.cc[after])
 
 
-@register("mecc")
 class MaxExpectedCC(Policy):
     """GRMU mecc (Alg. 7): the GPU with the highest expected CC after placing, driver default start.
 
@@ -188,7 +184,6 @@ class MaxExpectedCC(Policy):
 POOL, LIGHT, HEAVY = 0, 1, 2
 
 
-@register("grmu")
 class Grmu(Policy):
     """GRMU (Algs. 2-5): dual baskets, first fit by global index, defragmentation, consolidation.
 

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from mipopt.catalog import GpuModel
 from mipopt.geometry import preferred_starts, tables_for
 from mipopt.heuristics.ibm_rules import _choose as _ibm_choose
-from mipopt.heuristics.policy import Decision, Policy, register
+from mipopt.heuristics.policy import Decision, Policy
 from mipopt.instance import Workload
 from mipopt.state.cluster import Cluster
 
@@ -135,7 +135,6 @@ class _Agnostic(Policy):
         return (k, first) if bits >> first & 1 else None
 
 
-@register("ff-agnostic")
 class FirstFitAgnostic(_Agnostic):
     """MFI paper's MIG-agnostic first fit: first GPU with enough free resources, first free index."""
 
@@ -147,7 +146,6 @@ class FirstFitAgnostic(_Agnostic):
         return self.decide(cluster, w, int(fits[0]), legal) if fits.size else None
 
 
-@register("rr")
 class RoundRobin(_Agnostic):
     """MFI paper's MIG-agnostic round robin: next GPU after the last one used with enough resources.
 
@@ -215,7 +213,6 @@ class _FitBestIndex(Policy):
         return k, int(best_index(cluster.model(k), int(p[k]), legal[k]))
 
 
-@register("bf-bi")
 class BestFitBestIndex(_FitBestIndex):
     """MFI paper's Best Fit Best Index: GPU with the fewest free memory slots left, preferred start.
 
@@ -229,7 +226,6 @@ class BestFitBestIndex(_FitBestIndex):
     name = "bf-bi"
 
 
-@register("wf-bi")
 class WorstFitBestIndex(_FitBestIndex):
     """MFI paper's Worst Fit Best Index: GPU with the most free memory slots left, preferred start.
 
@@ -245,7 +241,6 @@ class WorstFitBestIndex(_FitBestIndex):
 # --- MFI paper, Alg. 2
 
 
-@register("mfi")
 class MinimumFragmentationIncrement(Policy):
     """MFI paper's Alg. 2: the GPU and start whose allocation raises F(m) least.
 
@@ -278,7 +273,6 @@ class MinimumFragmentationIncrement(Policy):
 # --- IBM WPM paper
 
 
-@register("lb")
 class LoadBalanced(Policy):
     """IBM's load-balancing baseline online: least utilized GPU that fits, first free index from 0.
 
@@ -293,7 +287,6 @@ class LoadBalanced(Policy):
         return cluster.first_in_order(w, balanced=True)
 
 
-@register("ibm-initial")
 class IbmInitial(Policy):
     """IBM's rule-based initial deployment per arrival: most utilized GPU after assignment, Table 1 start.
 

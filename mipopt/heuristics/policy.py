@@ -7,29 +7,23 @@ rejected (:meth:`Policy.on_reject`, e.g. GRMU's defragmentation, MIG-Adapter's
 borrowing), after a departure (:meth:`Policy.on_departure`, e.g. MIG-Adapter's return)
 and every ``tick`` time units (:meth:`Policy.on_tick`, e.g. GRMU's consolidation).
 
-Policies are made by name (:func:`make_policy`), named after their paper because the
-papers use the same words for different rules: ``ff`` is GRMU's first fit (driver
-default start), ``ff-agnostic`` the MFI paper's MIG-agnostic one, and so on. Options
-go after a colon, ``grmu:heavy=0.3,consolidation=24``; ``adapter(<policy>)`` wraps any
-policy in MIG-Adapter.
+Policies are made by name by :func:`mipopt.heuristics.registry.make_policy`, which reads
+the one table of names (:data:`mipopt.heuristics.registry.POLICIES`); this module is the
+base the policy modules build on, below that table.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
-from mipopt._fields import parse_options
-from mipopt.errors import InstanceError
 from mipopt.heuristics.base import completed
 from mipopt.instance import Instance, Solution, Workload
 from mipopt.state.cluster import Cluster
 
-__all__ = ["POLICIES", "Policy", "make_policy", "policy_names", "register", "run_batch"]
+__all__ = ["Decision", "Policy", "run_batch"]
 
 Decision = tuple[int, int] | None  # (GPU position, start) or rejected
 
@@ -40,7 +34,7 @@ class Policy:
     Attributes
     ----------
     name
-        The policy's name as :func:`make_policy` knows it (with its options).
+        The policy's name as :func:`mipopt.heuristics.registry.make_policy` knows it (with its options).
     tick
         Interval between :meth:`on_tick` calls in the trace's time unit, or None.
     """
@@ -88,55 +82,6 @@ class Policy:
         return doc[0] if doc else self.name
 
 
-Factory = Callable[..., Policy]
-
-#: Policy factories by name; :func:`register` adds to it.
-POLICIES: dict[str, Factory] = {}
-
-
-def register(name: str) -> Callable[[Factory], Factory]:
-    """Class decorator: make a policy available to :func:`make_policy` as ``name``."""
-
-    def add(factory: Factory) -> Factory:
-        POLICIES[name] = factory
-        return factory
-
-    return add
-
-
-def policy_names() -> list[str]:
-    """Every policy name :func:`make_policy` accepts (``adapter(...)`` wraps any of them)."""
-    _load()
-    return sorted(POLICIES)
-
-
-_SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)(?::(?P<options>.*))?$")
-
-
-def make_policy(spec: str, path: str = "policy") -> Policy:
-    """A policy from its name and options: ``mfi``, ``grmu:heavy=0.3``, ``adapter(ff)``.
-
-    Raises
-    ------
-    InstanceError
-        Naming ``path`` on an unknown policy or option, or a malformed value.
-    """
-    _load()
-    spec = spec.strip()
-    inner = re.fullmatch(r"adapter\((?P<inner>.+)\)(?::(?P<options>.*))?", spec)
-    if inner:
-        adapter = POLICIES["adapter"]
-        return adapter(make_policy(inner["inner"], path), **parse_options(inner["options"], path))
-    match = _SPEC.match(spec)
-    if match is None or match["name"] not in POLICIES or match["name"] == "adapter":
-        known = ", ".join(n for n in policy_names() if n != "adapter")
-        raise InstanceError(path, f"unknown policy {spec!r} (known: {known}, adapter(<policy>))")
-    try:
-        return POLICIES[match["name"]](**parse_options(match["options"], path))
-    except TypeError as err:
-        raise InstanceError(path, f"policy {spec!r}: {err}") from None
-
-
 def run_batch(policy: Policy, instance: Instance, *, seed: int = 0) -> Solution:
     """The policy in batch mode: the instance's new workloads arrive in file order at time 0.
 
@@ -149,8 +94,3 @@ def run_batch(policy: Policy, instance: Instance, *, seed: int = 0) -> Solution:
     for w in instance.new:
         policy.arrive(cluster, w, 0.0)
     return completed(instance, policy.finish_batch(cluster), f"{policy.name} (batch)", t0)
-
-
-def _load() -> None:
-    """Import the modules that register policies (once)."""
-    import mipopt.heuristics.registry  # noqa: F401

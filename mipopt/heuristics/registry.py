@@ -1,5 +1,94 @@
-"""Importing this module registers every online policy with :mod:`mipopt.heuristics.policy`."""
+"""Which online policy a name means: one explicit table, and :func:`make_policy` that reads it.
 
-import mipopt.heuristics.adapter
-import mipopt.heuristics.grmu
-import mipopt.heuristics.mfi  # noqa: F401
+Policies are named after their paper because the papers use the same words for
+different rules: ``ff`` is GRMU's first fit (driver default start), ``ff-agnostic`` the
+MFI paper's MIG-agnostic one, and so on. Options go after a colon,
+``grmu:heavy=0.3,consolidation=24``; ``adapter(<policy>)`` wraps any policy in
+MIG-Adapter. Importing this module registers nothing anywhere: the table below is the
+whole list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from mipopt._fields import parse_options
+from mipopt.errors import InstanceError
+from mipopt.heuristics.adapter import Adapter
+from mipopt.heuristics.grmu import BestFit, FirstFit, Grmu, MaxCC, MaxExpectedCC
+from mipopt.heuristics.mfi import (
+    BestFitBestIndex,
+    FirstFitAgnostic,
+    IbmInitial,
+    LoadBalanced,
+    MinimumFragmentationIncrement,
+    RoundRobin,
+    WorstFitBestIndex,
+)
+from mipopt.heuristics.policy import Policy
+
+__all__ = ["POLICIES", "Factory", "make_policy", "policy_names"]
+
+Factory = Callable[..., Policy]
+
+#: Policy factories by name (``adapter`` takes the policy it wraps first).
+POLICIES: Mapping[str, Factory] = MappingProxyType(
+    {
+        # GRMU paper (Siavashi et al.), mipopt.heuristics.grmu
+        "ff": FirstFit,
+        "bf": BestFit,
+        "mcc": MaxCC,
+        "mecc": MaxExpectedCC,
+        "grmu": Grmu,
+        # MFI paper, mipopt.heuristics.mfi
+        "ff-agnostic": FirstFitAgnostic,
+        "rr": RoundRobin,
+        "bf-bi": BestFitBestIndex,
+        "wf-bi": WorstFitBestIndex,
+        "mfi": MinimumFragmentationIncrement,
+        "lb": LoadBalanced,
+        # IBM WPM paper, online (mipopt.heuristics.mfi)
+        "ibm-initial": IbmInitial,
+        # MIG-Adapter, mipopt.heuristics.adapter
+        "adapter": Adapter,
+    }
+)
+
+_SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)(?::(?P<options>.*))?$")
+
+
+def policy_names() -> list[str]:
+    """Every policy name :func:`make_policy` accepts (``adapter(...)`` wraps any of them)."""
+    return sorted(POLICIES)
+
+
+def make_policy(spec: str, path: str = "policy") -> Policy:
+    """A policy from its name and options: ``mfi``, ``grmu:heavy=0.3``, ``adapter(ff)``.
+
+    Raises
+    ------
+    InstanceError
+        Naming ``path`` on an unknown policy or option, or a malformed value.
+
+    Examples
+    --------
+    >>> make_policy("grmu:heavy=0.3").name
+    'grmu'
+    >>> make_policy("adapter(mfi)").name
+    'adapter(mfi)'
+    """
+    spec = spec.strip()
+    inner = re.fullmatch(r"adapter\((?P<inner>.+)\)(?::(?P<options>.*))?", spec)
+    if inner:
+        adapter = POLICIES["adapter"]
+        return adapter(make_policy(inner["inner"], path), **parse_options(inner["options"], path))
+    match = _SPEC.match(spec)
+    if match is None or match["name"] not in POLICIES or match["name"] == "adapter":
+        known = ", ".join(n for n in policy_names() if n != "adapter")
+        raise InstanceError(path, f"unknown policy {spec!r} (known: {known}, adapter(<policy>))")
+    try:
+        return POLICIES[match["name"]](**parse_options(match["options"], path))
+    except TypeError as err:
+        raise InstanceError(path, f"policy {spec!r}: {err}") from None
