@@ -56,7 +56,7 @@ import common
 import pandas as pd
 
 from mipopt._fields import parse_options
-from mipopt.heuristics.policy import make_policy
+from mipopt.heuristics.registry import make_policy
 from mipopt.io import write_atomic
 from mipopt.simulation import simulate
 from mipopt.workloads import alibaba_trace

@@ -46,7 +46,7 @@ import common
 import numpy as np
 import numpy.typing as npt
 
-from mipopt.heuristics.policy import make_policy
+from mipopt.heuristics.registry import make_policy
 from mipopt.io import write_atomic
 from mipopt.simulation import simulate
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace

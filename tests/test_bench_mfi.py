@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from mipopt.heuristics.policy import make_policy
+from mipopt.heuristics.registry import make_policy
 from mipopt.simulation import simulate
 from mipopt.workloads.fbk import fbk_trace
 
