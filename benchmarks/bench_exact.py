@@ -9,7 +9,7 @@ Three classes of instances (``--classes``):
 * ``hard``: :func:`mipopt.workloads.hard_instance` at each of ``--hard-sizes`` GPUs (default
   40) and seed: hosts of two GPUs of two models, host cpu and ram drawn per workload and
   binding, half the workloads running and movable (the migrations stage's hard case);
-* ``alibaba``: :func:`mipopt.workloads.alibaba_snapshot` of the trace at ``--alibaba-path``
+* ``alibaba``: :func:`mipopt.simulation.alibaba_snapshot` of the trace at ``--alibaba-path``
   (default ``../shared/data/alibaba-gpu-v2023`` beside the repository; the class is skipped
   with a message when it is missing): the whole mapped cluster (1,213 hosts, 6,212 GPUs) at
   the peak of requests alive, as a first-fit replay leaves it, and the next 24 h of
@@ -51,37 +51,31 @@ the variants each stage needs inside ``runtime_s``); ``solve_s`` is the rest of
 
 Usage::
 
-    python benchmarks/bench_exact.py [--classes ibm hard alibaba] [--sizes 8 80 400 1000]
+    python -m benchmarks.bench_exact [--classes ibm hard alibaba] [--sizes 8 80 400 1000]
         [--hard-sizes 40] [--alibaba-path DIR] [--seeds 3]
         [--models grmu grmu-slots grmu-paper] [--solvers highs cpsat] [--time-limit 60]
         [--paper-sizes 2 4] [--paper-max-gpus 8] [--objective lex:acceptance,hardware,migrations]
-        [--threads N] [--out-dir benchmarks/results] [--readme benchmarks/README.md]
-    python benchmarks/bench_exact.py --heuristic-limit 2 [--heuristic-sizes 80 400] [--models grmu]
+        [--threads N] [--out-dir DIR] [--readme FILE] [--render] [--quick]
+    python -m benchmarks.bench_exact --heuristic-limit 2 [--heuristic-sizes 80 400] [--models grmu]
         [--solvers highs] [--seeds 3]
 
-Each run appends rows to ``OUT_DIR/exact.csv`` (``exact_heuristics.csv``) and regenerates
-the table between ``<!-- exact:begin -->`` and ``<!-- exact:end -->``
-(``exact-heuristics``) in the README from all rows of that file.
+Rows go to ``OUT_DIR/exact.csv`` (``exact_heuristics.csv``); the README section ``exact``
+(``exact-heuristics``) is regenerated from all rows of that file.
 """
 
 from __future__ import annotations
 
+if not __package__:  # run as a file: python benchmarks/bench_exact.py
+    import _as_module  # noqa: F401
+
 import argparse
-import importlib.metadata
-import math
-import multiprocessing as mp
-import os
-import resource
 import time
-import traceback
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import common
-
+from benchmarks import common
 from mipopt.exact.driver import parse_objective, solve_exact
 from mipopt.exact.models import MODELS, build
 from mipopt.instance import Instance, Solution, Status
@@ -90,10 +84,6 @@ from mipopt.solvers import SolverOptions
 from mipopt.verifier import verify
 from mipopt.workloads import hard_instance, ibm_instance
 
-SECTION = "exact"
-CSV_NAME = "exact.csv"
-HEURISTIC_SECTION = "exact-heuristics"
-HEURISTIC_CSV_NAME = "exact_heuristics.csv"
 CLASSES = ("ibm", "hard", "alibaba")
 SIZES = (8, 80, 400, 1000)
 HARD_SIZES = (40,)
@@ -117,11 +107,11 @@ TARGETS: dict[tuple[str, int | None], tuple[str, float]] = {
 }
 TARGET_MODEL, TARGET_SOLVER = CONFIG, "highs"
 
-RUN_COLUMNS = ("commit", "date", "machine", "python", "highspy", "ortools")
+VERSION_COLUMNS = ("highspy", "ortools")
 INSTANCE_COLUMNS = ("class", "instance", "gpus", "hosts", "seed", "running", "new")
 STAGE_COLUMNS = ("stage_times", "stage_proven", "stage_gaps", "stage_models")
 COLUMNS = (
-    *RUN_COLUMNS,
+    *VERSION_COLUMNS,
     *INSTANCE_COLUMNS,
     "model",
     "solver",
@@ -147,7 +137,7 @@ COLUMNS = (
     "message",
 )
 HEURISTIC_COLUMNS = (
-    *RUN_COLUMNS,
+    *VERSION_COLUMNS,
     *INSTANCE_COLUMNS,
     "model",
     "solver",
@@ -348,58 +338,20 @@ def run_heuristics(inst: Instance, model: str, solver: str, args: argparse.Names
 Job = Callable[[Instance, str, str, argparse.Namespace], dict[str, Any]]
 
 
-def _child(
-    conn: Connection, job: Job, inst: Instance, model: str, solver: str, args: argparse.Namespace
-) -> None:
-    if args.memory_limit_gb:
-        limit = int(args.memory_limit_gb * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    try:
-        conn.send(job(inst, model, solver, args))
-    except MemoryError:
-        conn.send({"error": f"out of memory (limit {args.memory_limit_gb:g} GB)"})
-    except Exception as err:
-        last = traceback.extract_tb(err.__traceback__)[-1]
-        conn.send({"error": f"{type(err).__name__}: {err} ({Path(last.filename).name}:{last.lineno})"})
-    finally:
-        conn.close()
-
-
 def run_isolated(
     inst: Instance, model: str, solver: str, args: argparse.Namespace, job: Job = run_one
 ) -> dict[str, Any]:
-    """``job`` in a forked child under the hard time and memory limits (the child inherits ``inst``)."""
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    t0 = time.perf_counter()
-    proc = ctx.Process(target=_child, args=(child, job, inst, model, solver, args))
-    proc.start()
-    child.close()
-    result: dict[str, Any] | None = None
-    if parent.poll(args.hard_limit):
-        try:
-            result = parent.recv()
-        except EOFError:  # the child died before sending
-            result = None
-    elapsed = time.perf_counter() - t0
-    if proc.is_alive() and result is None:
-        proc.kill()
-        message = f"killed at the hard limit ({args.hard_limit:g} s)"
-    else:
-        message = ""
-    proc.join()
-    if result is None:
-        message = message or f"child process died (exit code {proc.exitcode})"
-        result = {"error": message}
-    if "error" in result:
-        return {
-            "termination": "error",
-            "status": "none",
-            "proven": False,
-            "runtime_s": elapsed,
-            "message": result["error"],
-        }
-    return result
+    """``job`` in a child process under the hard time and memory limits; an error row when it fails."""
+    done = common.run_isolated(lambda: job(inst, model, solver, args), args.hard_limit, args.memory_limit_gb)
+    if done.value is not None:
+        return done.value
+    return {
+        "termination": "error",
+        "status": "none",
+        "proven": False,
+        "runtime_s": done.runtime_s,
+        "message": done.error,
+    }
 
 
 # --- the run plan -------------------------------------------------------------
@@ -446,8 +398,8 @@ def _alibaba_ready(args: argparse.Namespace) -> bool:
     return False
 
 
-def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
-    versions = {"highspy": _version("highspy"), "ortools": _version("ortools")}
+def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
+    versions = common.versions(*VERSION_COLUMNS)
     plan = [p for p in plan_runs(args) if p[0] != "alibaba" or _alibaba_ready(args)]
     seeds_of = {cls: [0] if cls == "alibaba" else args.seeds for cls in CLASSES}
     total = sum(len(seeds_of[cls]) for cls, *_ in plan)
@@ -472,7 +424,6 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]
             gpus = len(inst.gpus)
             result = run_isolated(inst, model, solver, args)
             row: dict[str, Any] = dict.fromkeys(COLUMNS)
-            row.update(run)
             row.update(versions)
             row.update(instance_columns(cls, gpus, seed, inst))
             row.update(
@@ -487,7 +438,7 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]
             rows.append(row)
             proven += row["status"] == "optimal"
             done += 1
-            gap = f", gap {_pct(row['gap'])}" if row["status"] == "feasible" else ""
+            gap = f", gap {common.percent(row['gap'], 2)}" if row["status"] == "feasible" else ""
             stages = f" [{row['stage_times']}]" if row["stage_times"] else ""
             common.progress(
                 f"[{done}/{total}] {cls} {gpus} GPUs seed {seed} {model}/{solver}: {row['termination']} "
@@ -499,9 +450,9 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]
     return rows
 
 
-def bench_heuristics(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
+def bench_heuristics(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The exact model at ``--heuristic-limit`` against the best heuristic, per instance."""
-    versions = {"highspy": _version("highspy"), "ortools": _version("ortools")}
+    versions = common.versions(*VERSION_COLUMNS)
     models = [m for m in available_models(args) if m != PAPER]
     points: list[tuple[str, int, int]] = []
     for cls in args.classes:
@@ -518,7 +469,6 @@ def bench_heuristics(args: argparse.Namespace, run: dict[str, str]) -> list[dict
             for solver in args.solvers:
                 result = run_isolated(inst, model, solver, args, job=run_heuristics)
                 row: dict[str, Any] = dict.fromkeys(HEURISTIC_COLUMNS)
-                row.update(run)
                 row.update(versions)
                 row.update(instance_columns(cls, len(inst.gpus), seed, inst))
                 row.update(model=model, solver=solver, time_limit_s=args.time_limit)
@@ -554,25 +504,11 @@ def _formatted(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-
-
 # --- the README tables --------------------------------------------------------
 
 
 def _seconds(value: float) -> str:
     return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
-
-
-def _pct(value: str | float | None) -> str:
-    if value in (None, ""):
-        return "-"
-    v = float(value)
-    return "inf" if math.isinf(v) else f"{100 * v:.2f} %"
 
 
 def parse_stages(text: str) -> list[tuple[str, str]]:
@@ -630,20 +566,6 @@ def target_for(cls: str, gpus: int) -> tuple[str, float] | None:
     return TARGETS.get((cls, gpus)) or TARGETS.get((cls, None))
 
 
-def _latest(
-    rows: list[dict[str, str]], key: Callable[[dict[str, str]], tuple[Any, ...]]
-) -> dict[Any, list[dict[str, str]]]:
-    """The rows of the latest run (same ``date``) of each key."""
-    latest: dict[Any, list[dict[str, str]]] = {}
-    for row in rows:
-        k = key(row)
-        if k not in latest or row["date"] > latest[k][0]["date"]:
-            latest[k] = [row]
-        elif row["date"] == latest[k][0]["date"]:
-            latest[k].append(row)
-    return latest
-
-
 def _order(k: tuple[str, int, str, str]) -> tuple[Any, ...]:
     cls, gpus, model, solver = k
     rank = {m: i for i, m in enumerate(MODEL_NAMES)}
@@ -661,11 +583,11 @@ def _run_key(row: dict[str, str]) -> tuple[str, int, str, str]:
     return (row["class"], int(row["gpus"]), row["model"], row["solver"])
 
 
-def readme_table(rows: list[dict[str, str]], source: str) -> str:
+def readme_table(rows: list[dict[str, str]], source: str, args: object = None) -> str:
     """The latest run of each (class, GPUs, model, solver) in ``rows``, the targets, the paper note."""
     if not rows:
         return f"_No rows in `{source}` yet: run `benchmarks/bench_exact.py`._"
-    latest = _latest(rows, _run_key)
+    latest = common.latest(rows, _run_key)
     keys = sorted(latest, key=_order)
     header = [
         "Class", "GPUs", "Model", "Solver", "Runs", "Proven", "Median", "Max", "Max gap at limit",
@@ -680,7 +602,7 @@ def readme_table(rows: list[dict[str, str]], source: str) -> str:
         proven = [t for t in times if t is not None]
         gaps = [float(r["gap"]) for r in group if r["status"] == "feasible" and r["gap"] != ""]
         unsolved = sum(r["status"] == "none" for r in group)
-        gap_text = _pct(max(gaps)) if gaps else "-"
+        gap_text = common.percent(max(gaps), 2) if gaps else "-"
         if unsolved:
             gap_text += f" ({unsolved} without solution)"
         variables = [int(r["variables"]) for r in group if r["variables"]]
@@ -786,11 +708,11 @@ def _paper_note(latest: dict[Any, list[dict[str, str]]]) -> str:
     )
 
 
-def heuristics_table(rows: list[dict[str, str]], source: str) -> str:
+def heuristics_table(rows: list[dict[str, str]], source: str, args: object = None) -> str:
     """The latest run of each (class, GPUs, model, solver, limit): exact against the best heuristic."""
     if not rows:
         return f"_No rows in `{source}` yet: run `benchmarks/bench_exact.py --heuristic-limit 2`._"
-    latest = _latest(rows, lambda r: (*_run_key(r), float(r["time_limit_s"])))
+    latest = common.latest(rows, lambda r: (*_run_key(r), float(r["time_limit_s"])))
     keys = sorted(latest, key=lambda k: (*_order(k[:4]), k[4]))
     header = [
         "Class", "GPUs", "Model", "Solver", "Limit", "Runs", "Proven", "Exact better", "Equal", "Worse",
@@ -836,8 +758,7 @@ def heuristics_table(rows: list[dict[str, str]], source: str) -> str:
 # --- command line -------------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--classes",
         nargs="+",
@@ -927,9 +848,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="GB",
         help="address-space limit of each run (default 3/4 of the machine's memory; 0 for none)",
     )
-    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
-    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
-    args = parser.parse_args(argv)
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     sizes = [*args.sizes, *args.paper_sizes, *args.hard_sizes, *args.heuristic_sizes]
     if any(n < 1 for n in sizes) or args.seeds < 1:
         parser.error("sizes and --seeds must be at least 1")
@@ -954,21 +875,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.memory_limit_gb is None:
         total = common.memory_gib()
         args.memory_limit_gb = 0.75 * total if total else 0
-    return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    run = common.run_info()
-    heuristic = args.heuristic_limit is not None
-    if heuristic:
-        rows = bench_heuristics(args, run)
-        csv_path = args.out_dir / HEURISTIC_CSV_NAME
-        common.append_rows(csv_path, HEURISTIC_COLUMNS, rows)
-        source = os.path.relpath(csv_path.resolve(), args.readme.resolve().parent)
-        common.replace_section(
-            args.readme, HEURISTIC_SECTION, heuristics_table(common.read_rows(csv_path), source)
-        )
+def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
+    return bench_heuristics(args) if args.heuristic_limit is not None else bench(args)
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    if args.heuristic_limit is not None:
         print(
             f"{'class':<8} {'GPUs':>6} {'seed':>4} {'model':<11} {'exact':<18} {'best heuristic':<30} result"
         )
@@ -984,15 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{row['class']:<8} {row['gpus']:>6} {row['seed']:>4} {row['model']:<11} {exact:<18} "
                 f"{best:<30} {row['comparison']}"
             )
-        print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
-        return 0
-
-    rows = bench(args, run)
-    csv_path = args.out_dir / CSV_NAME
-    common.append_rows(csv_path, COLUMNS, rows)
-    source = os.path.relpath(csv_path.resolve(), args.readme.resolve().parent)
-    common.replace_section(args.readme, SECTION, readme_table(common.read_rows(csv_path), source))
-
+        return
     summary: dict[tuple[str, int, str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         summary[row["class"], row["gpus"], row["model"], row["solver"]].append(row)
@@ -1009,9 +915,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{cls:<8} {gpus:>6} {model:<11} {solver:<6} {len(times):>3}/{len(group):<3} {med:>9} {top:>8}  "
             f"{valid}/{len(group)}"
         )
-    print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
-    return 0
 
+
+EXACT_OUTPUT = common.Output("exact.csv", COLUMNS, {"exact": readme_table})
+HEURISTIC_OUTPUT = common.Output(
+    "exact_heuristics.csv", HEURISTIC_COLUMNS, {"exact-heuristics": heuristics_table}
+)
+# A small run of the IBM class: the configuration model at 8 GPUs, the paper form at 2.
+QUICK = (
+    "--classes", "ibm", "--models", "grmu", "grmu-paper", "--sizes", "8", "--seeds", "1",
+    "--paper-sizes", "2", "--paper-max-gpus", "2", "--time-limit", "30",
+)  # fmt: skip
+BENCH = common.Benchmark(
+    doc=__doc__,
+    outputs=[EXACT_OUTPUT, HEURISTIC_OUTPUT],
+    arguments=arguments,
+    measure=measure,
+    check=check,
+    choose=lambda args: HEURISTIC_OUTPUT if args.heuristic_limit is not None else EXACT_OUTPUT,
+    report=report,
+    quick=QUICK,
+)
+main = BENCH.main
+parse_args = BENCH.parse_args
 
 if __name__ == "__main__":
     raise SystemExit(main())

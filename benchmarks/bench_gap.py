@@ -11,31 +11,29 @@ verifies every solution and records the gaps to the reference.
 
 Usage::
 
-    python benchmarks/bench_gap.py [--sizes 8 80] [--seeds 10 5] [--first-seed 0] [--time-limit 60]
+    python -m benchmarks.bench_gap [--sizes 8 80] [--seeds 10 5] [--first-seed 0] [--time-limit 60]
         [--solver highs] [--methods all,exact-initial] [--threads N]
-        [--out-dir benchmarks/results] [--readme benchmarks/README.md]
+        [--out-dir DIR] [--readme FILE] [--render] [--quick]
 
-``--seeds`` gives the snapshots per size, one number for every size or one per size.
+``--seeds`` gives the snapshots per size, one number for every size or one per size. Rows go
+to ``OUT_DIR/gap.csv``; the README section ``gap`` is regenerated from all rows of that file.
 """
 
 from __future__ import annotations
 
+if not __package__:  # run as a file: python benchmarks/bench_gap.py
+    import _as_module  # noqa: F401
+
 import argparse
-import importlib.metadata
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-import common
-
+from benchmarks import common
 from mipopt.compare import COLUMNS as GAP_COLUMNS
 from mipopt.compare import EXACT, GapRow, MethodSummary, compare_methods, parse_methods, summarize
 from mipopt.exact.driver import DEFAULT_OBJECTIVE
 from mipopt.workloads.ibm import ibm_instance
 
-SECTION = "gap"
 COLUMNS = [
-    *common.run_info().keys(),
     "highspy",
     "ortools",
     "seed",
@@ -47,13 +45,6 @@ COLUMNS = [
 ]
 
 
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-
-
 def seeds_per_size(args: argparse.Namespace) -> list[tuple[int, list[int]]]:
     """(GPUs, seeds) of every size, from ``--sizes``, ``--seeds`` and ``--first-seed``."""
     counts = args.seeds if len(args.seeds) > 1 else args.seeds * len(args.sizes)
@@ -63,12 +54,10 @@ def seeds_per_size(args: argparse.Namespace) -> list[tuple[int, list[int]]]:
     ]
 
 
-def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
+def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
     methods = parse_methods(args.methods)
     fixed = {
-        **run,
-        "highspy": _version("highspy"),
-        "ortools": _version("ortools"),
+        **common.versions("highspy", "ortools"),
         "solver": args.solver,
         "objective": DEFAULT_OBJECTIVE,
         "time_limit_s": args.time_limit,
@@ -100,19 +89,6 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]
     return rows
 
 
-def latest_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The rows of the latest run of each (GPUs, method): a run's rows share its start ``date``."""
-    latest: dict[tuple[str, str], str] = {}
-    for r in rows:
-        key = r["gpus"], r["method"]
-        latest[key] = max(latest.get(key, ""), r["date"])
-    return [r for r in rows if r["date"] == latest[r["gpus"], r["method"]]]
-
-
-def _pct(value: float | None, sign: str = "") -> str:
-    return "-" if value is None else f"{value:{sign}.2f} %"
-
-
 def _order(s: MethodSummary) -> tuple[int, float, float, str]:
     """The reference, then exact variants, then heuristics closest first."""
     first = 0 if s.method == EXACT else 1 if s.kind == "exact" else 2
@@ -121,19 +97,37 @@ def _order(s: MethodSummary) -> tuple[int, float, float, str]:
     return first, acc, hw, s.method
 
 
-def readme_tables(rows: list[dict[str, str]], source: str) -> str:
+def _pct(value: float | None, sign: str = "") -> str:
+    return common.percent(value, 2, sign, scale=1.0)  # the gaps are in per cent already
+
+
+def readme_tables(rows: list[dict[str, str]], source: str, args: object = None) -> str:
     """One table per size: each method's means over the seeds of its latest run, closest first."""
-    chosen = latest_rows(rows)
+    chosen = common.latest_rows(rows, lambda r: (r["gpus"], r["method"]))
     gap_rows = [GapRow.from_dict(r) for r in chosen]
     seeds: dict[tuple[int, str], set[int]] = {}
     for r in chosen:
         seeds.setdefault((int(r["gpus"]), r["method"]), set()).add(int(r["seed"]))
     meta = {(int(r["gpus"]), r["method"]): r for r in chosen}
     summaries = summarize(gap_rows)
-    header = [
-        "Method", "Kind", "Runs", "Accepted", "Acceptance", "Hardware", "Acceptance gap", "Max acceptance gap",
-        "Hardware gap", "Optimal acceptance", "Optimal (lex)", "Median s", "Max s",
-    ]  # fmt: skip
+    max_s: dict[tuple[int, str], float] = {}
+    for g in gap_rows:
+        max_s[g.gpus, g.method] = max(max_s.get((g.gpus, g.method), 0.0), g.runtime_s)
+    columns: list[common.Column[MethodSummary]] = [
+        common.Column("Method", lambda s: f"`{s.method}`"),
+        common.Column("Kind", lambda s: s.kind),
+        common.Column("Runs", lambda s: s.runs, "r"),
+        common.Column("Accepted", lambda s: f"{s.mean_accepted:.1f}", "r"),
+        common.Column("Acceptance", lambda s: f"{s.mean_acceptance:.1f}", "r"),
+        common.Column("Hardware", lambda s: f"{s.mean_hardware:.1f}", "r"),
+        common.Column("Acceptance gap", lambda s: _pct(s.mean_acceptance_gap_pct), "r"),
+        common.Column("Max acceptance gap", lambda s: _pct(s.max_acceptance_gap_pct), "r"),
+        common.Column("Hardware gap", lambda s: _pct(s.mean_hardware_gap_pct, "+"), "r"),
+        common.Column("Optimal acceptance", lambda s: f"{s.acceptance_optimal}/{s.runs}", "r"),
+        common.Column("Optimal (lex)", lambda s: f"{s.optimal}/{s.runs}", "r"),
+        common.Column("Median s", lambda s: f"{s.median_runtime_s:.3f}", "r"),
+        common.Column("Max s", lambda s: f"{max_s[s.gpus, s.method]:.3f}", "r"),
+    ]
     parts = [
         f"_Generated by `benchmarks/bench_gap.py` from `{source}`: the latest run of each (GPUs, method), "
         "means over its seeds. Accepted: workloads placed (running included); acceptance: GRMU Eq. 3, "
@@ -164,33 +158,12 @@ def readme_tables(rows: list[dict[str, str]], source: str) -> str:
                 "against the incumbent"
             )
         line += f". Commit {m['commit']}, {m['date'][:10]}, {m['machine']}."
-        table = []
-        for s in block:
-            max_s = max(r.runtime_s for r in gap_rows if r.gpus == gpus and r.method == s.method)
-            table.append(
-                [
-                    f"`{s.method}`",
-                    s.kind,
-                    s.runs,
-                    f"{s.mean_accepted:.1f}",
-                    f"{s.mean_acceptance:.1f}",
-                    f"{s.mean_hardware:.1f}",
-                    _pct(s.mean_acceptance_gap_pct),
-                    _pct(s.max_acceptance_gap_pct),
-                    _pct(s.mean_hardware_gap_pct, "+"),
-                    f"{s.acceptance_optimal}/{s.runs}",
-                    f"{s.optimal}/{s.runs}",
-                    f"{s.median_runtime_s:.3f}",
-                    f"{max_s:.3f}",
-                ]
-            )
         parts.append(line)
-        parts.append(common.markdown_table(header, table, align="llrrrrrrrrrrr"))
+        parts.append(common.table(columns, block))
     return "\n\n".join(parts)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 80], help="GPUs per snapshot (8 80)")
     parser.add_argument(
         "--seeds", type=int, nargs="+", default=[10, 5], help="snapshots per size: one number or one per size"
@@ -202,24 +175,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--methods", default="all,exact-initial", help="as `mipopt bench --methods` (all,exact-initial)"
     )
-    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
-    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
-    args = parser.parse_args(argv)
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if len(args.seeds) not in (1, len(args.sizes)):
         parser.error(f"--seeds: give one number or one per size ({len(args.sizes)}), got {len(args.seeds)}")
-    return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    run = common.run_info()
-    csv_path = args.out_dir / "gap.csv"
-    rows = bench(args, run)
-    common.append_rows(csv_path, COLUMNS, rows)
-    common.replace_section(args.readme, SECTION, readme_tables(common.read_rows(csv_path), csv_path.name))
-    print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
-    return 0
-
+BENCH = common.Benchmark(
+    doc=__doc__,
+    outputs=[common.Output("gap.csv", COLUMNS, {"gap": readme_tables})],
+    arguments=arguments,
+    measure=bench,
+    check=check,
+    quick=("--sizes", "2", "4", "--seeds", "2", "1"),
+)
+main = BENCH.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -19,29 +19,28 @@ does not fit) and departures (a random running instance leaves).
 
 Usage::
 
-    python benchmarks/bench_geometry.py [--gpus 10000] [--repeats 7] [--seed 0]
-        [--out-dir benchmarks/results] [--readme benchmarks/README.md]
-        [--loop-repeats N] [--models MODEL ...]
+    python -m benchmarks.bench_geometry [--gpus 10000] [--repeats 7] [--seed 0]
+        [--loop-repeats N] [--models MODEL ...] [--out-dir DIR] [--readme FILE] [--render] [--quick]
 
-Each run appends rows to ``OUT_DIR/geometry.csv`` and regenerates the table
-between ``<!-- geometry:begin -->`` and ``<!-- geometry:end -->`` in the README
-from all rows of that file.
+Rows go to ``OUT_DIR/geometry.csv``; the README section ``geometry`` is regenerated from
+all rows of that file.
 """
 
 from __future__ import annotations
 
+if not __package__:  # run as a file: python benchmarks/bench_geometry.py
+    import _as_module  # noqa: F401
+
 import argparse
-import os
 import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import common
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks import common
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import reference
 from mipopt.geometry.tables import NO_START, GeometryTables, tables_for
@@ -50,18 +49,12 @@ IntArray = npt.NDArray[np.int64]
 
 MODELS = ("A100-40GB", "H100-80GB", "RTX-PRO-6000-Blackwell-96GB")
 TARGET_MS = 1.0
-SECTION = "geometry"
-CSV_NAME = "geometry.csv"
 # Requests timed per repeat on the table path: enough that one repeat lasts
 # well above the clock's resolution and the scheduler's noise.
 TABLE_REQUESTS = 600
 DEPART_PROBABILITY = 0.3
 
 COLUMNS = (
-    "commit",
-    "date",
-    "machine",
-    "python",
     "numpy",
     "method",
     "model",
@@ -220,9 +213,7 @@ def time_loop(
 # --- one model ----------------------------------------------------------------
 
 
-def bench_model(
-    name: str, gpus: int, repeats: int, loop_repeats: int, seed: int, run: dict[str, str]
-) -> list[dict[str, object]]:
+def bench_model(name: str, gpus: int, repeats: int, loop_repeats: int, seed: int) -> list[dict[str, object]]:
     """Benchmark one model; return its two CSV rows. Raises AssertionError if the methods disagree."""
     model = get_model(name)
     tables = tables_for(model)
@@ -245,7 +236,6 @@ def bench_model(
     table_ms = common.median(table_timing.per_request_s) * 1e3
     loop_ms = common.median(loop_timing.per_request_s) * 1e3
     shared = {
-        **run,
         "numpy": np.__version__,
         "model": name,
         "gpus": gpus,
@@ -284,77 +274,63 @@ def bench_model(
 # --- README table -------------------------------------------------------------
 
 
-def readme_table(rows: list[dict[str, str]], source: str) -> str:
-    """The README section: the latest run of each (model, GPUs, profiles) configuration.
-
-    "Latest" is the last ``tables`` row of that configuration in file order; its
-    ``python-loop`` partner is the loop row of the same run (same date, commit, machine).
-    """
-    latest: dict[tuple[str, str, str], dict[str, str]] = {}
-    loops: dict[tuple[str, ...], dict[str, str]] = {}
-    for row in rows:
-        config = (row["model"], row["gpus"], row["profiles"])
-        run = (row["date"], row["commit"], row["machine"], *config)
-        if row["method"] == "tables":
-            latest[config] = row
-        elif row["method"] == "python-loop":
-            loops[run] = row
+def readme_table(rows: list[dict[str, str]], source: str, args: object = None) -> str:
+    """The README section: the latest run of each (model, GPUs, profiles) configuration, tables beside loop."""
+    runs = common.latest(rows, lambda r: (r["model"], r["gpus"], r["profiles"]))
 
     def order(config: tuple[str, str, str]) -> tuple[int, str, int]:
         known = MODELS.index(config[0]) if config[0] in MODELS else len(MODELS)
         return known, config[0], int(config[1])
 
-    body = []
-    for config in sorted(latest, key=order):
-        t = latest[config]
-        loop = loops.get((t["date"], t["commit"], t["machine"], *config))
-        table_ms = float(t["median_per_request_ms"])
-        verdict = "PASS" if table_ms < float(t["target_ms"]) else "FAIL"
-        body.append(
-            [
-                config[0],
-                f"{int(config[1]):,}",
-                config[2].replace(";", ", "),
-                f"{table_ms * 1e3:.1f} µs",
-                f"{float(loop['median_per_request_ms']):.1f} ms" if loop else "-",
-                f"{float(t['speedup']):,.0f}x" if t["speedup"] else "-",
-                f"{verdict} (< {float(t['target_ms']):g} ms)",
-                t["mismatches"],
-                t["commit"],
-                t["date"][:10],
-                t["machine"],
-            ]
+    # (tables row, python-loop row or None) of each configuration's latest run
+    pairs = [
+        (
+            next(r for r in runs[c] if r["method"] == "tables"),
+            next((r for r in runs[c] if r["method"] == "python-loop"), None),
         )
-    table = common.markdown_table(
-        [
-            "Model",
-            "GPUs",
-            "Request profiles",
-            "Tables, per request",
+        for c in sorted(runs, key=order)
+        if any(r["method"] == "tables" for r in runs[c])
+    ]
+    Pair = tuple[dict[str, str], dict[str, str] | None]
+
+    def verdict(pair: Pair) -> str:
+        t = pair[0]
+        passed = float(t["median_per_request_ms"]) < float(t["target_ms"])
+        return f"{'PASS' if passed else 'FAIL'} (< {float(t['target_ms']):g} ms)"
+
+    columns: list[common.Column[Pair]] = [
+        common.Column("Model", lambda p: p[0]["model"]),
+        common.Column("GPUs", lambda p: f"{int(p[0]['gpus']):,}", "r"),
+        common.Column("Request profiles", lambda p: p[0]["profiles"].replace(";", ", ")),
+        common.Column(
+            "Tables, per request", lambda p: f"{float(p[0]['median_per_request_ms']) * 1e3:.1f} µs", "r"
+        ),
+        common.Column(
             "Python loop, per request",
-            "Speedup",
-            "Target",
-            "Mismatches",
-            "Commit",
-            "Date",
-            "Machine",
-        ],
-        body,
-        align="lrlrrrlrlll",
-    )
+            lambda p: f"{float(p[1]['median_per_request_ms']):.1f} ms" if p[1] else "-",
+            "r",
+        ),
+        common.Column(
+            "Speedup", lambda p: f"{float(p[0]['speedup']):,.0f}x" if p[0]["speedup"] else "-", "r"
+        ),
+        common.Column("Target", verdict),
+        common.Column("Mismatches", lambda p: p[0]["mismatches"], "r"),
+        common.Column("Commit", lambda p: p[0]["commit"]),
+        common.Column("Date", lambda p: p[0]["date"][:10]),
+        common.Column("Machine", lambda p: p[0]["machine"]),
+    ]
     note = (
         f"_Generated by `benchmarks/bench_geometry.py` from {len(rows)} rows of "
         f"`{source}`: the latest run of each configuration; times are medians over the "
         "run's repeats of the mean time per request across the listed profiles._"
     )
-    return f"{note}\n\n{table}"
+    return f"{note}\n\n{common.table(columns, pairs)}"
 
 
 # --- command line -------------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=int, default=10_000, help="GPUs per request (default 10000)")
     parser.add_argument("--repeats", type=int, default=7, help="timed repeats of the table path (default 7)")
     parser.add_argument(
@@ -367,9 +343,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--models", nargs="+", default=list(MODELS), help=f"GPU models (default: {' '.join(MODELS)})"
     )
-    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
-    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
-    args = parser.parse_args(argv)
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.gpus < 1 or args.repeats < 1:
         parser.error("--gpus and --repeats must be at least 1")
     if args.loop_repeats is None:
@@ -381,30 +357,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             get_model(name)
         except KeyError as exc:
             parser.error(str(exc.args[0]))
-    return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    run = common.run_info()
+def measure(args: argparse.Namespace) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for name in args.models:
-        rows += bench_model(name, args.gpus, args.repeats, args.loop_repeats, args.seed, run)
+        rows += bench_model(name, args.gpus, args.repeats, args.loop_repeats, args.seed)
+    return rows
 
-    csv_path = args.out_dir / CSV_NAME
-    common.append_rows(csv_path, COLUMNS, rows)
-    source = os.path.relpath(csv_path.resolve(), args.readme.resolve().parent)
-    common.replace_section(args.readme, SECTION, readme_table(common.read_rows(csv_path), source))
 
+def report(args: argparse.Namespace, rows: list[dict[str, object]]) -> None:
     print(f"{'model':<30} {'method':<12} {'per request':>14} {'speedup':>9}")
     for row in rows:
         ms = float(str(row["median_per_request_ms"]))
         shown = f"{ms * 1e3:.1f} us" if row["method"] == "tables" else f"{ms:.1f} ms"
         speedup = f"{float(str(row['speedup'])):.0f}x" if row["speedup"] else ""
         print(f"{row['model']!s:<30} {row['method']!s:<12} {shown:>14} {speedup:>9}")
-    print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
-    return 0
 
+
+BENCH = common.Benchmark(
+    doc=__doc__,
+    outputs=[common.Output("geometry.csv", COLUMNS, {"geometry": readme_table})],
+    arguments=arguments,
+    measure=measure,
+    check=check,
+    report=report,
+    quick=("--gpus", "200", "--repeats", "1"),
+)
+main = BENCH.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -24,15 +24,20 @@ beside the paper's claims, the Fig. 5/6 snapshot at 85 % demand and the Fig. 4 c
 
 Usage::
 
-    python benchmarks/bench_mfi.py [--runs 100] [--gpus 100] [--first-seed 0]
+    python -m benchmarks.bench_mfi [--runs 100] [--gpus 100] [--first-seed 0]
         [--distributions uniform skew-small skew-big bimodal] [--policies ...]
         [--demand 10 20 30 40 50 60 70 80 85 90 100]
-        [--out-dir benchmarks/results] [--readme benchmarks/README.md]
+        [--out-dir DIR] [--readme FILE] [--render] [--quick]
 
-The paper averages 500 simulations per distribution (``--runs 500``).
+The paper averages 500 simulations per distribution (``--runs 500``). Rows go to
+``OUT_DIR/mfi.csv``, the figure to ``OUT_DIR/mfi.png``; the README section ``mfi`` is
+regenerated from all rows of the CSV file.
 """
 
 from __future__ import annotations
+
+if not __package__:  # run as a file: python benchmarks/bench_mfi.py
+    import _as_module  # noqa: F401
 
 import argparse
 import math
@@ -42,16 +47,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import common
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks import common
 from mipopt.heuristics.registry import make_policy
 from mipopt.io import write_atomic
 from mipopt.simulation import simulate
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
 
-SECTION = "mfi"
 PAPER_POLICIES = ("ff-agnostic", "rr", "bf-bi", "wf-bi", "mfi")
 BY_AMOUNT = ("bf-bi:by-amount=true", "wf-bi:by-amount=true")
 POLICIES = (*PAPER_POLICIES, *BY_AMOUNT)
@@ -72,7 +76,6 @@ METRICS: tuple[tuple[str, str, int, float], ...] = (
     ("fragmentation_active", "Fragmentation F, mean over active GPUs", 2, 1.0),
 )
 COLUMNS = [
-    *common.run_info().keys(),
     "model",
     "gpus",
     "distribution",
@@ -148,7 +151,7 @@ def replay(
     return out, runtime, info
 
 
-def bench(args: argparse.Namespace, run: dict[str, str]) -> tuple[list[dict[str, Any]], Curves, list[float]]:
+def bench(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Curves, list[float]]:
     points = grid(args.demand)
     where = [points.index(float(d)) for d in args.demand]
     rows: list[dict[str, Any]] = []
@@ -178,7 +181,6 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> tuple[list[dict[str,
             std = cube.std(axis=0, ddof=1) if args.runs > 1 else np.zeros_like(mean)
             for d, j in zip(args.demand, where, strict=True):
                 row: dict[str, Any] = {
-                    **run,
                     "model": args.model,
                     "gpus": args.gpus,
                     "distribution": distribution,
@@ -205,17 +207,8 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> tuple[list[dict[str,
 def latest(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], dict[str, dict[str, str]]]:
     """The latest run of each (GPUs and model, distribution, policy): ``{key: {demand: row}}``."""
 
-    def key(r: dict[str, str]) -> tuple[str, str, str]:
-        return f"{r['gpus']} {r['model']}", r["distribution"], r["policy"]
-
-    newest: dict[tuple[str, str, str], str] = {}
-    for r in rows:
-        newest[key(r)] = max(newest.get(key(r), ""), r["date"])
-    out: dict[tuple[str, str, str], dict[str, dict[str, str]]] = defaultdict(dict)
-    for r in rows:
-        if r["date"] == newest[key(r)]:
-            out[key(r)][r["demand_pct"]] = r
-    return out
+    runs = common.latest(rows, lambda r: (f"{r['gpus']} {r['model']}", r["distribution"], r["policy"]))
+    return {key: {r["demand_pct"]: r for r in group} for key, group in runs.items()}
 
 
 def _rank(key: tuple[str, str, str]) -> tuple[int, str, int, int, str]:
@@ -317,7 +310,7 @@ def curve_table(groups: dict[tuple[str, str, str], dict[str, dict[str, str]]], m
     return common.markdown_table(header, table, align="lll" + "r" * len(demands))
 
 
-def readme_section(rows: list[dict[str, str]], source: str) -> str:
+def readme_section(rows: list[dict[str, str]], source: str, args: object = None) -> str:
     groups = latest(rows)
     if not groups:
         return "_No rows yet._"
@@ -404,8 +397,7 @@ def plot(curves: Curves, points: list[float], args: argparse.Namespace, path: Pa
     plt.close(fig)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runs", type=int, default=100, help="traces per distribution (default 100; paper 500)"
     )
@@ -419,33 +411,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--demand", type=float, nargs="+", default=list(DEMAND), help="demand points in %% (up to 100)"
     )
-    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
-    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
-    args = parser.parse_args(argv)
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.runs < 1 or args.gpus < 1:
         parser.error("--runs and --gpus must be at least 1")
     if not all(0 < d <= 100 for d in args.demand):
         parser.error("--demand points must be in (0, 100]")
     for spec in args.policies:
         make_policy(spec)  # a bad name fails before any replay
-    return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    run = common.run_info()
-    t0 = time.perf_counter()
-    rows, curves, points = bench(args, run)
-    csv_path = args.out_dir / "mfi.csv"
-    common.append_rows(csv_path, COLUMNS, rows)
+def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The replays' rows; the figure ``mfi.png`` beside the CSV file."""
+    rows, curves, points = bench(args)
     plot(curves, points, args, args.out_dir / "mfi.png")
-    common.replace_section(args.readme, SECTION, readme_section(common.read_rows(csv_path), csv_path.name))
-    print(
-        f"appended {len(rows)} rows to {csv_path}; wrote {args.out_dir / 'mfi.png'}; updated {args.readme} "
-        f"({time.perf_counter() - t0:.0f} s)"
-    )
-    return 0
+    common.progress(f"wrote {args.out_dir / 'mfi.png'}")
+    return rows
 
+
+BENCH = common.Benchmark(
+    doc=__doc__,
+    outputs=[common.Output("mfi.csv", COLUMNS, {"mfi": readme_section})],
+    arguments=arguments,
+    measure=measure,
+    check=check,
+    quick=("--runs", "2", "--gpus", "10", "--distributions", "skew-small"),
+)
+main = BENCH.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

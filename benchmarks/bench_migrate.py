@@ -28,30 +28,33 @@ in the README for the ``--target-gpus`` size).
 
 Usage::
 
-    python benchmarks/bench_migrate.py [--sizes 8 80 1000] [--seeds 5] [--first-seed 0] [--repeats 5]
+    python -m benchmarks.bench_migrate [--sizes 8 80 1000] [--seeds 5] [--first-seed 0] [--repeats 5]
         [--exact-max-gpus 8] [--exact-time-limit 30] [--wpm-max-gpus 80] [--wpm-time-limit 30]
-        [--compaction-max-gpus 80] [--target-gpus 1000] [--out-dir benchmarks/results]
-        [--readme benchmarks/README.md]
+        [--compaction-max-gpus 80] [--target-gpus 1000] [--out-dir DIR] [--readme FILE] [--render] [--quick]
+
+Rows go to ``OUT_DIR/migrate.csv``; the README section ``migrate`` is regenerated from all
+rows of that file.
 """
 
 from __future__ import annotations
 
+if not __package__:  # run as a file: python benchmarks/bench_migrate.py
+    import _as_module  # noqa: F401
+
 import argparse
+import functools
 import importlib.util
 import math
-import multiprocessing
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
-import common
 import numpy as np
 
+from benchmarks import common
 from mipopt.catalog import GpuModel, get_model
 from mipopt.exact.wpm.solve import solve_wpm
 from mipopt.heuristics.ibm_rules import ibm_compaction, ibm_reconfiguration
@@ -62,7 +65,6 @@ from mipopt.verifier import verify, verify_plan
 from mipopt.workloads.ibm import ibm_instance
 from mipopt.workloads.layout import host_layout
 
-SECTION = "migrate"
 CASES = ("compaction", "reconfiguration", "random", "full-cycles", "full-permuted")
 FULL_CYCLE = 8  # longest cycle of GPUs in ``full-cycles``
 SOURCES = ("wpm", "rule-based", "random")
@@ -82,7 +84,6 @@ PLAN_METRICS = (
     "sequential_migrations",
 )
 COLUMNS = [
-    *common.run_info().keys(),
     "case",
     "gpus",
     "seed",
@@ -326,38 +327,7 @@ def proven(plan: Plan) -> str:
     return str(plan.method.startswith("exact") and plan.message.startswith("optimal"))
 
 
-def _child(conn: Connection, instance: Instance, target: Solution | dict[str, Spot], method: str) -> None:
-    conn.send(plan_migration(instance, target, method=method))  # type: ignore[arg-type]
-    conn.close()
-
-
-def timed_plan(
-    instance: Instance, target: Solution | dict[str, Spot], method: str, timeout_s: float
-) -> Plan | None:
-    """A graph plan computed in a child process, or None when it takes longer than ``timeout_s``.
-
-    The planner has no time limit of its own; a plan that runs away is killed (the child
-    this function started, by its handle) so that one slow case cannot stall the run. The
-    plan's ``runtime_s`` is measured in the child, as in a direct call.
-    """
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, instance, target, method), daemon=True)
-    child.start()
-    send.close()
-    try:
-        if receive.poll(timeout_s):
-            plan: Plan = receive.recv()
-            return plan
-        return None
-    finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receive.close()
-
-
-def plan_rows(c: Case, args: argparse.Namespace, run: dict[str, str], exact: bool) -> list[dict[str, Any]]:
+def plan_rows(c: Case, args: argparse.Namespace, exact: bool) -> list[dict[str, Any]]:
     if c.target is None:
         return []
     target = _placed(c.instance, c.target)
@@ -369,7 +339,6 @@ def plan_rows(c: Case, args: argparse.Namespace, run: dict[str, str], exact: boo
     rows = []
     for method, repeats in runs:
         row: dict[str, Any] = {
-            **run,
             "case": c.case,
             "gpus": c.gpus,
             "seed": c.seed,
@@ -382,7 +351,14 @@ def plan_rows(c: Case, args: argparse.Namespace, run: dict[str, str], exact: boo
         plans: list[Plan] = []
         while len(plans) < repeats and sum(p.runtime_s for p in plans) < args.repeat_budget:
             if method == "graph" and args.plan_timeout > 0:
-                one = timed_plan(c.instance, c.target, method, args.plan_timeout)
+                # The planner has no time limit of its own: one that runs away is stopped.
+                job = functools.partial(plan_migration, c.instance, c.target, method="graph")
+                child = common.run_isolated(job, args.plan_timeout)
+                if child.error and not child.timed_out:
+                    raise RuntimeError(
+                        f"{c.gpus} GPUs seed {c.seed} {c.case} {c.source} graph: {child.error}"
+                    )
+                one = child.value
             else:
                 one = plan_migration(c.instance, c.target, method=method, time_limit_s=args.exact_time_limit)  # type: ignore[arg-type]
             if one is None:
@@ -429,7 +405,7 @@ def plan_rows(c: Case, args: argparse.Namespace, run: dict[str, str], exact: boo
     return rows
 
 
-def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
+def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
     exact = exact_available() and not args.no_exact
     if not exact:
         common.progress(
@@ -437,28 +413,14 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]
         )
     rows = []
     for c in cases(args):
-        rows += plan_rows(c, args, run, exact)
+        rows += plan_rows(c, args, exact)
     return rows
 
 
 # --- README
 
 
-def _mean(rows: list[dict[str, str]], column: str) -> float:
-    values = [float(r[column]) for r in rows if r[column] != ""]
-    return sum(values) / len(values) if values else float("nan")
-
-
-def latest(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The rows of the latest run of each (case, GPUs, target source, method), by start minute."""
-
-    def key(r: dict[str, str]) -> tuple[str, str, str, str]:
-        return r["case"], r["gpus"], r["target"], r["method"]
-
-    last: dict[tuple[str, str, str, str], str] = {}
-    for r in rows:
-        last[key(r)] = max(last.get(key(r), ""), r["date"][:16])
-    return [r for r in rows if r["date"][:16] == last[key(r)]]
+_mean = common.mean
 
 
 def _order(k: tuple[int, str, str, str]) -> tuple[int, int, int, int]:
@@ -466,47 +428,65 @@ def _order(k: tuple[int, str, str, str]) -> tuple[int, int, int, int]:
     return gpus, CASES.index(case), SOURCES.index(source), METHODS.index(method)
 
 
-def readme_table(rows: list[dict[str, str]], source: str, target_gpus: int) -> str:
-    rows = latest(rows)
-    groups: dict[tuple[int, str, str, str], list[dict[str, str]]] = defaultdict(list)
-    for r in rows:
-        groups[int(r["gpus"]), r["case"], r["target"], r["method"]].append(r)
-    header = [
-        "GPUs", "Case", "Target", "Planner", "Plans", "Timed out", "Workloads", "Movers", "Rounds", "Max rounds",
-        "Moves", "Extra moves", "Drains", "Plans with drains", "Moved memory", "Inter-host", "Sequential",
-        "Median s", "Max s", "Proven",
-    ]  # fmt: skip
-    body = []
-    for (gpus, case, src, method), all_rs in sorted(groups.items(), key=lambda kv: _order(kv[0])):
-        rs = [r for r in all_rs if r["status"] == "ok"]
-        late = len(all_rs) - len(rs)
-        if not rs:
-            body.append([f"{gpus:,}", case, src, method, 0, late, *["-"] * 14])
-            continue
-        body.append(
-            [
-                f"{gpus:,}",
-                case,
-                src,
-                method,
-                len(rs),
-                late,
-                f"{_mean(rs, 'workloads'):.1f}",
-                f"{_mean(rs, 'movers'):.1f}",
-                f"{_mean(rs, 'rounds'):.2f}",
-                max(int(r["rounds"]) for r in rs),
-                f"{_mean(rs, 'moves'):.1f}",
-                f"{_mean(rs, 'extra_moves'):.2f}",
-                f"{_mean(rs, 'disruptive_moves'):.2f}",
-                sum(int(r["disruptive_moves"]) > 0 for r in rs),
-                f"{_mean(rs, 'moved_memory_slots'):.1f}",
-                f"{_mean(rs, 'moves_inter_host'):.1f}",
-                f"{_mean(rs, 'sequential_migrations'):.1f}",
-                f"{common.median(float(r['runtime_s']) for r in rs):.3f}",
-                f"{max(float(r['runtime_s']) for r in rs):.3f}",
-                f"{sum(r['proven'] == 'True' for r in rs)}/{len(rs)}" if method == "exact" else "-",
-            ]
-        )
+Group = tuple[tuple[int, str, str, str], list[dict[str, str]], int]  # key, plans made, plans timed out
+
+
+def _of_plans(cell: Callable[[list[dict[str, str]]], object]) -> Callable[[Group], object]:
+    """A cell computed from a group's plans; ``-`` for a group whose plans all timed out."""
+    return lambda g: cell(g[1]) if g[1] else "-"
+
+
+def _mean_of(header: str, column: str, digits: int) -> common.Column[Group]:
+    """The column of a metric's mean over a group's plans."""
+    return common.Column(header, _of_plans(lambda rs: f"{_mean(rs, column):.{digits}f}"), "r")
+
+
+MAIN_COLUMNS: list[common.Column[Group]] = [
+    common.Column("GPUs", lambda g: f"{g[0][0]:,}", "r"),
+    common.Column("Case", lambda g: g[0][1]),
+    common.Column("Target", lambda g: g[0][2]),
+    common.Column("Planner", lambda g: g[0][3]),
+    common.Column("Plans", lambda g: len(g[1]), "r"),
+    common.Column("Timed out", lambda g: g[2], "r"),
+    _mean_of("Workloads", "workloads", 1),
+    _mean_of("Movers", "movers", 1),
+    _mean_of("Rounds", "rounds", 2),
+    common.Column("Max rounds", _of_plans(lambda rs: max(int(r["rounds"]) for r in rs)), "r"),
+    _mean_of("Moves", "moves", 1),
+    _mean_of("Extra moves", "extra_moves", 2),
+    _mean_of("Drains", "disruptive_moves", 2),
+    common.Column(
+        "Plans with drains", _of_plans(lambda rs: sum(int(r["disruptive_moves"]) > 0 for r in rs)), "r"
+    ),
+    _mean_of("Moved memory", "moved_memory_slots", 1),
+    _mean_of("Inter-host", "moves_inter_host", 1),
+    _mean_of("Sequential", "sequential_migrations", 1),
+    common.Column(
+        "Median s", _of_plans(lambda rs: f"{common.median(float(r['runtime_s']) for r in rs):.3f}"), "r"
+    ),
+    common.Column("Max s", _of_plans(lambda rs: f"{max(float(r['runtime_s']) for r in rs):.3f}"), "r"),
+    common.Column(
+        "Proven",
+        lambda g: (
+            f"{sum(r['proven'] == 'True' for r in g[1])}/{len(g[1])}" if g[1] and g[0][3] == "exact" else "-"
+        ),
+        "r",
+    ),
+]
+
+
+def readme_table(rows: list[dict[str, str]], source: str, args: argparse.Namespace) -> str:
+    """The latest run of each (GPUs, case, target, planner), exact against graph, the speed target."""
+
+    def key(r: dict[str, str]) -> tuple[int, str, str, str]:
+        return int(r["gpus"]), r["case"], r["target"], r["method"]
+
+    groups = common.latest(rows, key, when=common.run_minute)
+    rows = common.latest_rows(rows, key, when=common.run_minute)
+    body = [
+        (k, [r for r in rs if r["status"] == "ok"], sum(r["status"] != "ok" for r in rs))
+        for k, rs in sorted(groups.items(), key=lambda kv: _order(kv[0]))
+    ]
     note = (
         f"_Generated by `benchmarks/bench_migrate.py` from `{source}`: the latest run of each (GPUs, case, "
         "target, planner), means over its seeds (Max rounds, Plans with drains, Max s: over the seeds). "
@@ -516,9 +496,7 @@ def readme_table(rows: list[dict[str, str]], source: str, target_gpus: int) -> s
         "`verify_plan` and found valid. Timed out: graph plans stopped at the run's `--plan-timeout`, left out "
         "of the means._"
     )
-    parts = [note, common.markdown_table(header, body, align="rlll" + "r" * 16)]
-    parts.append(comparison(rows))
-    parts.append(speed(rows, target_gpus))
+    parts = [note, common.table(MAIN_COLUMNS, body), comparison(rows), speed(rows, args.target_gpus)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -630,8 +608,7 @@ def speed(rows: list[dict[str, str]], target_gpus: int) -> str:
     return f"{note}\n\n" + common.markdown_table(header, body, align="llrrrrl")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 80, 1000], help="GPUs (8 80 1000)")
     parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--seeds", type=int, default=5, help="cases per size (default 5)")
@@ -655,22 +632,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--compaction-max-gpus", type=int, default=80, help="rule-based compaction targets up to (default 80)"
     )
     parser.add_argument("--target-gpus", type=int, default=1000, help="size of the speed target (1000)")
-    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
-    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
-    return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    run = common.run_info()
-    csv_path = args.out_dir / "migrate.csv"
-    rows = bench(args, run)
-    common.append_rows(csv_path, COLUMNS, rows)
-    table = readme_table(common.read_rows(csv_path), csv_path.name, args.target_gpus)
-    common.replace_section(args.readme, SECTION, table)
-    print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
-    return 0
-
+# A small run: 4 and 16 GPUs, one seed, targets and the exact planner at 4 GPUs only.
+QUICK = (
+    "--sizes", "4", "16", "--seeds", "1", "--repeats", "2", "--wpm-max-gpus", "4", "--wpm-time-limit", "5",
+    "--exact-max-gpus", "4", "--exact-time-limit", "10", "--compaction-max-gpus", "4", "--target-gpus", "16",
+)  # fmt: skip
+BENCH = common.Benchmark(
+    doc=__doc__,
+    outputs=[common.Output("migrate.csv", COLUMNS, {"migrate": readme_table})],
+    arguments=arguments,
+    measure=bench,
+    quick=QUICK,
+)
+main = BENCH.main
+parse_args = BENCH.parse_args
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -26,31 +26,31 @@ linearly to the full size (the table says so).
 
 Usage::
 
-    python benchmarks/bench_online.py [--parts decision alibaba fbk] [--policies ...]
+    python -m benchmarks.bench_online [--parts decision alibaba fbk] [--policies ...]
         [--alibaba ../shared/data/alibaba-gpu-v2023] [--repeats 3] [--loop-requests 250]
         [--decision-gpus 6000] [--decision-repeats 7] [--fbk-runs 100] [--loop-runs 5]
-        [--seed 0] [--out-dir benchmarks/results] [--readme benchmarks/README.md]
+        [--seed 0] [--out-dir DIR] [--readme FILE] [--render] [--quick]
 
-Each run appends rows to ``OUT_DIR/online.csv`` and regenerates the table between
-``<!-- online:begin -->`` and ``<!-- online:end -->`` in the README from all rows of
-that file. When the Alibaba trace is not at ``--alibaba``, that part is skipped with a
-message.
+Rows go to ``OUT_DIR/online.csv``; the README section ``online`` is regenerated from all
+rows of that file. When the Alibaba trace is not at ``--alibaba``, that part is skipped
+with a message.
 """
 
 from __future__ import annotations
 
+if not __package__:  # run as a file: python benchmarks/bench_online.py
+    import _as_module  # noqa: F401
+
 import argparse
 import dataclasses
-import os
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import common
 import numpy as np
 
+from benchmarks import common
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import NO_START, reference, tables_for
 from mipopt.heuristics.policy import Decision, Policy
@@ -62,8 +62,6 @@ from mipopt.workloads import alibaba_trace, fbk_trace
 from mipopt.workloads.alibaba import NODE_FILE, POD_FILE
 from mipopt.workloads.trace import Trace
 
-SECTION = "online"
-CSV_NAME = "online.csv"
 PARTS = ("decision", "alibaba", "fbk")
 POLICIES = (
     "ff",
@@ -95,10 +93,6 @@ FBK_DISTRIBUTION: Literal["uniform"] = "uniform"
 HOST_SLACK = 1e-9
 
 COLUMNS = (
-    "commit",
-    "date",
-    "machine",
-    "python",
     "numpy",
     "measurement",
     "policy",
@@ -121,7 +115,7 @@ COLUMNS = (
 )
 
 
-class DecisionsDiffer(AssertionError):
+class DecisionsDiffer(common.Failed):
     """The table and loop methods decided differently: a bug in one of them."""
 
 
@@ -481,69 +475,60 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
-def readme_table(rows: list[dict[str, str]], source: str) -> str:
+Pair = tuple[dict[str, str], dict[str, str] | None]  # a run's tables row and its python-loop row
+
+
+def _loop_cell(pair: Pair) -> str:
+    t, loop = pair
+    if loop is None:
+        return "-"
+    text = _duration(float(loop["time_s"]))
+    if float(loop["timed_fraction"]) < 1:
+        if t["measurement"] == "alibaba":
+            timed = f"the first {int(loop['requests']):,} of {int(t['requests']):,} requests"
+        else:
+            timed = f"{loop['runs']} of {t['runs']} runs"
+        text += f" (extrapolated from {timed})"
+    return text
+
+
+def _target_cell(pair: Pair) -> str:
+    table_s, target_s = float(pair[0]["time_s"]), float(pair[0]["target_s"])
+    verdict = "PASS" if table_s < target_s else "FAIL"
+    return f"{verdict} (< {target_s * 1e3:g} ms)" if target_s < 1 else f"{verdict} (< {target_s:g} s)"
+
+
+COLUMNS_README: list[common.Column[Pair]] = [
+    common.Column("Measurement", lambda p: p[0]["measurement"]),
+    common.Column("Policy", lambda p: p[0]["policy"]),
+    common.Column("Workload", lambda p: p[0]["workload"]),
+    common.Column("Tables", lambda p: _duration(float(p[0]["time_s"])), "r"),
+    common.Column("Python loop", _loop_cell, "r"),
+    common.Column("Ratio", lambda p: f"{float(p[0]['ratio']):,.0f}x" if p[0]["ratio"] else "-", "r"),
+    common.Column("Target", _target_cell),
+    common.Column("Same decisions", lambda p: f"{int(p[1]['decisions_checked']):,}" if p[1] else "-", "r"),
+    common.Column("Commit", lambda p: p[0]["commit"]),
+    common.Column("Date", lambda p: p[0]["date"][:10]),
+    common.Column("Machine", lambda p: p[0]["machine"]),
+]
+
+
+def readme_table(rows: list[dict[str, str]], source: str, args: object = None) -> str:
     """The README section: the latest run of each (measurement, policy, workload)."""
-    latest: dict[tuple[str, str, str], dict[str, str]] = {}
-    loops: dict[tuple[str, ...], dict[str, str]] = {}
-    for row in rows:
-        config = (row["measurement"], row["policy"], row["workload"])
-        if row["method"] == "tables":
-            latest[config] = row
-        elif row["method"] == "python-loop":
-            loops[(row["date"], row["commit"], row["machine"], *config)] = row
+    runs = common.latest(rows, lambda r: (r["measurement"], r["policy"], r["workload"]))
 
     def order(config: tuple[str, str, str]) -> tuple[int, int, str]:
         policy = POLICIES.index(config[1]) if config[1] in POLICIES else len(POLICIES)
         return PARTS.index(config[0]), policy, config[2]
 
-    body = []
-    for config in sorted(latest, key=order):
-        t = latest[config]
-        loop = loops.get((t["date"], t["commit"], t["machine"], *config))
-        table_s, target_s = float(t["time_s"]), float(t["target_s"])
-        verdict = "PASS" if table_s < target_s else "FAIL"
-        if loop is None:
-            loop_text = "-"
-        else:
-            loop_text = _duration(float(loop["time_s"]))
-            if float(loop["timed_fraction"]) < 1:
-                if config[0] == "alibaba":
-                    timed = f"the first {int(loop['requests']):,} of {int(t['requests']):,} requests"
-                else:
-                    timed = f"{loop['runs']} of {t['runs']} runs"
-                loop_text += f" (extrapolated from {timed})"
-        body.append(
-            [
-                config[0],
-                config[1],
-                config[2],
-                _duration(table_s),
-                loop_text,
-                f"{float(t['ratio']):,.0f}x" if t["ratio"] else "-",
-                f"{verdict} (< {target_s * 1e3:g} ms)" if target_s < 1 else f"{verdict} (< {target_s:g} s)",
-                f"{int(loop['decisions_checked']):,}" if loop else "-",
-                t["commit"],
-                t["date"][:10],
-                t["machine"],
-            ]
+    pairs = [
+        (
+            next(r for r in runs[c] if r["method"] == "tables"),
+            next((r for r in runs[c] if r["method"] == "python-loop"), None),
         )
-    table = common.markdown_table(
-        [
-            "Measurement",
-            "Policy",
-            "Workload",
-            "Tables",
-            "Python loop",
-            "Ratio",
-            "Target",
-            "Same decisions",
-            "Commit",
-            "Date",
-            "Machine",
-        ],
-        body,
-        align="lllrrrlrlll",
-    )
+        for c in sorted(runs, key=order)
+        if any(r["method"] == "tables" for r in runs[c])
+    ]
     note = (
         f"_Generated by `benchmarks/bench_online.py` from {len(rows)} rows of `{source}`: the latest "
         "run of each (measurement, policy, workload). Times are medians over the run's repeats: per "
@@ -552,14 +537,13 @@ def readme_table(rows: list[dict[str, str]], source: str) -> str:
         "'Same decisions' counts the decisions on which both methods were compared (they agreed on "
         "all, or the run would have failed)._"
     )
-    return f"{note}\n\n{table}"
+    return f"{note}\n\n{common.table(COLUMNS_README, pairs)}"
 
 
 # --- command line -------------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="what to measure")
     parser.add_argument(
         "--policies", nargs="+", default=list(POLICIES), help="policies of the replays (default: all online)"
@@ -590,9 +574,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--loop-runs", type=int, default=5, help="FBK runs the python loop replays, extrapolated (default 5)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of states, traces and policies (default 0)")
-    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
-    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
-    args = parser.parse_args(argv)
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     for name in (
         "repeats",
         "decision_gpus",
@@ -610,11 +594,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             make_policy(spec)
         except ValueError as exc:
             parser.error(str(exc))
-    return args
 
 
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Every requested measurement's rows (without the run's commit, date, machine and python)."""
+    """Every requested measurement's rows; :class:`DecisionsDiffer` when the two methods disagree."""
     rows: list[dict[str, Any]] = []
     if "decision" in args.parts:
         rows += bench_decision(
@@ -634,20 +617,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    run = common.run_info()
-    try:
-        rows = [{**run, **row} for row in measure(args)]
-    except DecisionsDiffer as exc:
-        print(f"bench_online.py: error: the methods disagree, nothing written: {exc}", file=sys.stderr)
-        return 1
-
-    csv_path = args.out_dir / CSV_NAME
-    common.append_rows(csv_path, COLUMNS, rows)
-    source = os.path.relpath(csv_path.resolve(), args.readme.resolve().parent)
-    common.replace_section(args.readme, SECTION, readme_table(common.read_rows(csv_path), source))
-
+def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     print(f"{'measurement':<12} {'policy':<14} {'method':<12} {'time':>12} {'ratio':>8} {'target':>8}")
     for row in rows:
         ratio = f"{float(row['ratio']):,.0f}x" if row["ratio"] else ""
@@ -657,9 +627,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{row['measurement']:<12} {row['policy']:<14} {row['method']:<12} {shown:>12} {ratio:>8} {target:>8}"
         )
-    print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
-    return 0
 
+
+# A small run of every part, for smoke tests.
+QUICK = (
+    "--policies", "ff", "mfi", "--repeats", "1", "--loop-requests", "15", "--decision-gpus", "40",
+    "--decision-repeats", "1", "--decision-loop-repeats", "1", "--fbk-runs", "2", "--fbk-gpus", "8",
+    "--loop-runs", "1",
+)  # fmt: skip
+
+BENCH = common.Benchmark(
+    doc=__doc__,
+    outputs=[common.Output("online.csv", COLUMNS, {"online": readme_table})],
+    arguments=arguments,
+    measure=measure,
+    check=check,
+    report=report,
+    quick=QUICK,
+)
+main = BENCH.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

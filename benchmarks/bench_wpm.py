@@ -18,26 +18,28 @@ before for compaction and reconfiguration.
 
 Usage::
 
-    python benchmarks/bench_wpm.py [--sizes 8 80] [--seeds 3] [--first-seed 0] [--time-limit 60]
+    python -m benchmarks.bench_wpm [--sizes 8 80] [--seeds 3] [--first-seed 0] [--time-limit 60]
         [--use-cases initial compaction reconfiguration] [--loads 0.6] [--approaches ...]
-        [--out-dir benchmarks/results] [--readme benchmarks/README.md]
+        [--out-dir DIR] [--readme FILE] [--render] [--quick]
 
 The paper runs 100 cases per size (``--seeds 100``). ``--loads`` sets the new workloads'
 share of the cluster's compute for initial deployment (a load sweep: ``--use-cases initial
---loads 0.2 0.3 0.4 0.5 0.6``); compaction and reconfiguration have no new workloads.
+--loads 0.2 0.3 0.4 0.5 0.6``); compaction and reconfiguration have no new workloads. Rows go
+to ``OUT_DIR/wpm.csv``; the README section ``wpm`` is regenerated from all rows of that file.
 """
 
 from __future__ import annotations
 
+if not __package__:  # run as a file: python benchmarks/bench_wpm.py
+    import _as_module  # noqa: F401
+
 import argparse
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import common
-
+from benchmarks import common
 from mipopt.exact.driver import solve_exact
 from mipopt.exact.wpm.solve import solve_wpm
 from mipopt.heuristics import ibm_first_fit, load_balanced
@@ -46,7 +48,6 @@ from mipopt.solvers import SolverOptions
 from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
-SECTION = "wpm"
 USE_CASES = ("initial", "compaction", "reconfiguration")
 METRICS = (
     "active_gpus",
@@ -61,7 +62,6 @@ METRICS = (
     "compute_utilization",
 )
 COLUMNS = [
-    *common.run_info().keys(),
     "gpus",
     "seed",
     "load",
@@ -121,7 +121,7 @@ def questions(args: argparse.Namespace) -> list[tuple[int, int, str, float]]:
     return out
 
 
-def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]:
+def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     opts = SolverOptions(time_limit_s=args.time_limit)
     for gpus, seed, use_case, load in questions(args):
@@ -137,7 +137,6 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]
             o = report.objectives
             rows.append(
                 {
-                    **run,
                     "gpus": gpus,
                     "seed": seed,
                     "load": load,
@@ -160,9 +159,7 @@ def bench(args: argparse.Namespace, run: dict[str, str]) -> list[dict[str, Any]]
     return rows
 
 
-def _mean(rows: list[dict[str, str]], column: str) -> float:
-    values = [float(r[column]) for r in rows if r[column] != ""]
-    return sum(values) / len(values) if values else float("nan")
+_mean = common.mean
 
 
 # Figs. 9-11's metrics: mean over the cases, divided by the highest mean among the approaches.
@@ -180,25 +177,16 @@ NORMALIZED = {
 
 def latest_groups(rows: list[dict[str, str]]) -> dict[tuple[int, str, str, str], list[dict[str, str]]]:
     """The latest run of each (GPUs, use case, load, approach), by start minute."""
-
-    def key(r: dict[str, str]) -> tuple[int, str, str, str]:
-        return int(r["gpus"]), r["use_case"], r["load"], r["approach"]
-
-    latest: dict[tuple[int, str, str, str], str] = {}
-    for r in rows:
-        latest[key(r)] = max(latest.get(key(r), ""), r["date"][:16])
-    groups: dict[tuple[int, str, str, str], list[dict[str, str]]] = defaultdict(list)
-    for r in rows:
-        if r["date"][:16] == latest[key(r)]:
-            groups[key(r)].append(r)
-    return groups
+    return common.latest(
+        rows, lambda r: (int(r["gpus"]), r["use_case"], r["load"], r["approach"]), when=common.run_minute
+    )
 
 
 def _sort_key(k: tuple[int, str, str, str]) -> tuple[int, int, float, str]:
     return k[0], USE_CASES.index(k[1]), float(k[2]), k[3]
 
 
-def readme_table(rows: list[dict[str, str]], source: str) -> str:
+def readme_table(rows: list[dict[str, str]], source: str, args: object = None) -> str:
     """Means over the seeds of the latest run per (GPUs, use case, load, approach), then Figs. 9-11's normalization."""
     groups = latest_groups(rows)
     reference: dict[
@@ -290,8 +278,7 @@ def normalized_table(groups: dict[tuple[int, str, str, str], list[dict[str, str]
     return f"{note}\n\n{common.markdown_table(header, table_rows, align='rlllr' + 'r' * len(NORMALIZED))}"
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 80], help="GPUs per case (default 8 80)")
     parser.add_argument("--seeds", type=int, default=3, help="cases per size (default 3)")
     parser.add_argument("--first-seed", type=int, default=0, help="seeds first .. first+N-1 (default 0)")
@@ -305,21 +292,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--time-limit", type=float, default=60.0, help="per MIP solve (default 60)")
     parser.add_argument("--approaches", nargs="+", help="only these (default: all that answer each use case)")
-    parser.add_argument("--out-dir", type=Path, default=common.BENCH_DIR / "results")
-    parser.add_argument("--readme", type=Path, default=common.BENCH_DIR / "README.md")
-    return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    run = common.run_info()
-    csv_path = args.out_dir / "wpm.csv"
-    rows = bench(args, run)
-    common.append_rows(csv_path, COLUMNS, rows)
-    common.replace_section(args.readme, SECTION, readme_table(common.read_rows(csv_path), csv_path.name))
-    print(f"appended {len(rows)} rows to {csv_path}; updated {args.readme}")
-    return 0
-
+BENCH = common.Benchmark(
+    doc=__doc__,
+    outputs=[common.Output("wpm.csv", COLUMNS, {"wpm": readme_table})],
+    arguments=arguments,
+    measure=bench,
+    quick=("--sizes", "8", "--seeds", "1", "--time-limit", "30"),
+)
+main = BENCH.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,15 +1,18 @@
-"""Helpers for the tests of the benchmark scripts in ``benchmarks/``."""
+"""Helpers for the tests of the benchmark scripts in ``benchmarks/`` (the ``benchmarks`` package)."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
-import importlib.util
+import importlib
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_DIR = ROOT / "benchmarks"
+RESULTS = ROOT / "benchmarks" / "results"
+README = ROOT / "benchmarks" / "README.md"
 
 
 def digest(path: Path) -> str | None:
@@ -18,14 +21,24 @@ def digest(path: Path) -> str | None:
 
 
 def load(name: str) -> ModuleType:
-    """Import ``benchmarks/<name>.py`` as a module (it imports ``common`` from its folder)."""
-    sys.path.insert(0, str(BENCH_DIR))
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up there
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH_DIR))
+    """The benchmark module ``benchmarks.<name>``."""
+    return importlib.import_module(f"benchmarks.{name}")
+
+
+def run(name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``python -m benchmarks.<name> ARGS`` from the repository's root, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", *args],
+        cwd=ROOT,
+        check=check,
+        capture_output=True,
+        text=True,
+    )
+
+
+def read_csv(path: Path, columns: list[str]) -> list[dict[str, str]]:
+    """The rows of a benchmark's CSV file, after checking its header is ``columns``."""
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == columns
+        return list(reader)

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.bench_scripts import README, RESULTS, digest, read_csv, run
 from tests.factories import write_alibaba_csvs
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "bench_grmu.py"
-COMMITTED = [ROOT / "benchmarks" / "results" / "grmu.csv", ROOT / "benchmarks" / "README.md"]
+COMMITTED = [RESULTS / "grmu.csv", README]
 PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")
 COLUMNS = [
     "commit", "date", "machine", "python", "setting", "options", "hosts", "gpus", "requests", "hours", "part",
@@ -23,10 +20,6 @@ COLUMNS = [
     "moves_intra_gpu", "moves_inter_gpu", "moves_inter_host", "migrations_per_accepted", "runtime_s",
 ]  # fmt: skip
 MOVES = ("moves_intra_gpu", "moves_inter_gpu", "moves_inter_host")
-
-
-def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
 def _trace_dir(root: Path) -> Path:
@@ -40,33 +33,26 @@ def _trace_dir(root: Path) -> Path:
 
 
 def _run(trace: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            str(trace),
-            "--out-dir",
-            str(out),
-            "--readme",
-            str(out / "README.md"),
-            *args,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    return run(
+        "bench_grmu",
+        str(trace),
+        "--out-dir",
+        str(out),
+        "--readme",
+        str(out / "README.md"),
+        *args,
+        check=False,
     )
 
 
+@pytest.mark.integration
 def test_bench_grmu_smoke(tmp_path: Path) -> None:
-    before = [_digest(p) for p in COMMITTED]
+    before = [digest(p) for p in COMMITTED]
     trace, out = _trace_dir(tmp_path / "trace"), tmp_path / "out"
-    done = _run(trace, out, "--settings", "paper", "raw", "--heavy", "0.2", "0.5", "--intervals", "6")
+    done = _run(trace, out, "--quick", "--settings", "paper", "raw")  # heavy 20 and 50 %, consolidation 6 h
     assert done.returncode == 0, done.stderr
     assert "appended" in done.stdout
-    with (out / "grmu.csv").open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == COLUMNS
-        rows = list(reader)
+    rows = read_csv(out / "grmu.csv", COLUMNS)
     # per setting: 2 basket + 3 consolidation (DB, Disabled, 6 h) + 5 compared policies
     assert len(rows) == 2 * (2 + 3 + 5)
     assert {r["setting"] for r in rows} == {"paper", "raw"}
@@ -105,9 +91,10 @@ def test_bench_grmu_smoke(tmp_path: Path) -> None:
     assert len(grid) == 3 * 44 and {r["label"] for r in grid} == {"ff", "mcc", "grmu"}
     assert {r["gpus"] for r in grid if "gpus_per_host=1" in r["options"]} <= {"1", "2", "3"}
     assert "| GPUs per node | CPU/RAM |" in (out / "README.md").read_text()
-    assert [_digest(p) for p in COMMITTED] == before  # the committed results are untouched
+    assert [digest(p) for p in COMMITTED] == before  # the committed results are untouched
 
 
+@pytest.mark.integration
 def test_bench_grmu_without_the_trace_says_so(tmp_path: Path) -> None:
     done = _run(tmp_path / "nowhere", tmp_path / "out")
     assert done.returncode == 2

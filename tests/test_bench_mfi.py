@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import importlib.util
-import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
+
+import pytest
 
 from mipopt.heuristics.registry import make_policy
 from mipopt.simulation import simulate
 from mipopt.workloads.fbk import fbk_trace
+from tests.bench_scripts import README, RESULTS, digest, load, read_csv, run
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "bench_mfi.py"
-COMMITTED = [ROOT / "benchmarks" / "results" / name for name in ("mfi.csv", "mfi.png")] + [
-    ROOT / "benchmarks" / "README.md"
-]
+COMMITTED = [RESULTS / "mfi.csv", RESULTS / "mfi.png", README]
 COLUMNS = [
     "commit", "date", "machine", "python", "model", "gpus", "distribution", "policy", "demand_pct", "runs",
     "first_seed", "last_seed", "T_mean", "demand_at_point_mean", "arrived_mean",
@@ -35,34 +28,14 @@ DEMAND = ["10", "20", "30", "40", "50", "60", "70", "80", "85", "90", "100"]
 MEASURED = [c for c in COLUMNS if c not in ("commit", "date", "machine", "python", "runtime_s")]
 
 
-def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-
-
 def _run(out: Path) -> list[dict[str, str]]:
-    args = ["--runs", "2", "--gpus", "10", "--distributions", "skew-small"]
-    args += ["--out-dir", str(out), "--readme", str(out / "README.md")]
-    subprocess.run([sys.executable, str(SCRIPT), *args], cwd=ROOT, check=True, capture_output=True)
-    with (out / "mfi.csv").open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == COLUMNS
-        return list(reader)
+    run("bench_mfi", "--quick", "--out-dir", str(out))  # 2 runs, 10 GPUs, skew-small
+    return read_csv(out / "mfi.csv", COLUMNS)
 
 
-def _bench() -> ModuleType:
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_mfi", SCRIPT)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
-
-
+@pytest.mark.integration
 def test_mfi_benchmark_small(tmp_path: Path) -> None:
-    before = [_digest(p) for p in COMMITTED]
+    before = [digest(p) for p in COMMITTED]
     rows = _run(tmp_path)
 
     assert [(r["policy"], r["demand_pct"]) for r in rows] == [(p, d) for p in POLICIES for d in DEMAND]
@@ -99,13 +72,13 @@ def test_mfi_benchmark_small(tmp_path: Path) -> None:
     assert [[r[c] for c in MEASURED] for r in again[len(rows) :]] == [[r[c] for c in MEASURED] for r in rows]
     assert f"from {2 * len(rows)} rows" in (tmp_path / "README.md").read_text()
 
-    assert [_digest(p) for p in COMMITTED] == before
+    assert [digest(p) for p in COMMITTED] == before
 
 
 def test_benchmark_policies_keep_every_state_valid() -> None:
     # The benchmark replays without the verifier; here each of its policies replays a small
     # trace of every distribution with the verifier after every event.
-    bench = _bench()
+    bench = load("bench_mfi")
     assert list(bench.POLICIES) == POLICIES
     for distribution in ("uniform", "skew-small", "skew-big", "bimodal"):
         trace = fbk_trace(gpus=4, distribution=distribution, seed=3)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +10,9 @@ import pytest
 from mipopt.instance import Status, Termination
 from mipopt.verifier import PlanReport, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
-from tests.bench_scripts import digest, load
+from tests.bench_scripts import README, RESULTS, digest, load, read_csv, run
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "bench_migrate.py"
-COMMITTED = [ROOT / "benchmarks" / "results" / "migrate.csv", ROOT / "benchmarks" / "README.md"]
+COMMITTED = [RESULTS / "migrate.csv", README]
 
 COLUMNS = [
     "commit", "date", "machine", "python", "case", "gpus", "seed", "target", "target_runtime_s", "method",
@@ -28,24 +23,13 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+@pytest.mark.integration
 def test_migrate_benchmark_small(tmp_path: Path) -> None:
     before = [digest(p) for p in COMMITTED]
     out = tmp_path / "out"
-    subprocess.run(
-        [
-            sys.executable, str(SCRIPT), "--out-dir", str(out), "--readme", str(out / "README.md"),
-            "--sizes", "4", "16", "--seeds", "1", "--repeats", "2", "--wpm-max-gpus", "4", "--wpm-time-limit", "5",
-            "--exact-max-gpus", "4", "--exact-time-limit", "10", "--compaction-max-gpus", "4", "--target-gpus", "16",
-        ],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
-    with (out / "migrate.csv").open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == COLUMNS
-        rows = list(reader)
+    # 4 and 16 GPUs, one seed, 2 repeats; WPM and rule-based compaction targets and exact plans at 4 GPUs
+    run("bench_migrate", "--quick", "--out-dir", str(out))
+    rows = read_csv(out / "migrate.csv", COLUMNS)
     exact = load("bench_migrate").exact_available()
     seen = {(r["gpus"], r["case"], r["target"], r["method"]) for r in rows}
     expected = {
@@ -93,7 +77,7 @@ def test_invalid_plan_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     (case,) = bench.cases(args)
     monkeypatch.setattr(bench, "verify_plan", lambda *_a, **_k: PlanReport(False, ("rounds[0]: broken",)))
     with pytest.raises(RuntimeError, match="invalid plan: rounds\\[0\\]: broken"):
-        bench.plan_rows(case, args, {}, exact=False)
+        bench.plan_rows(case, args, exact=False)
 
 
 def test_a_runaway_graph_plan_is_stopped_and_recorded() -> None:
@@ -102,7 +86,7 @@ def test_a_runaway_graph_plan_is_stopped_and_recorded() -> None:
         ["--sizes", "16", "--seeds", "1", "--cases", "full-cycles", "--plan-timeout", "0.001"]
     )
     (case,) = bench.cases(args)
-    (row,) = bench.plan_rows(case, args, {}, exact=False)
+    (row,) = bench.plan_rows(case, args, exact=False)
     assert row["status"] == "timeout" and row["rounds"] == "" and row["valid"] == ""
     assert bench._timeout_s(row) == 0.001
     table = bench.speed([{k: str(v) for k, v in row.items()} | {"date": "d"}], 16)

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.bench_scripts import digest, load
+from tests.bench_scripts import README, RESULTS, digest, load, read_csv, run
 from tests.factories import write_alibaba_csvs
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "bench_online.py"
-COMMITTED = [ROOT / "benchmarks" / "results" / "online.csv", ROOT / "benchmarks" / "README.md"]
+COMMITTED = [RESULTS / "online.csv", README]
 
 COLUMNS = [
     "commit", "date", "machine", "python", "numpy", "measurement", "policy", "method", "workload", "gpus",
@@ -35,15 +31,10 @@ def _alibaba_dir(root: Path) -> Path:
 
 
 def _run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), "--out-dir", str(out), "--readme", str(out / "README.md"), *args],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+    return run("bench_online", "--out-dir", str(out), "--readme", str(out / "README.md"), *args)
 
 
+@pytest.mark.integration
 def test_online_benchmark_small(tmp_path: Path) -> None:
     before = [digest(p) for p in COMMITTED]
     alibaba = _alibaba_dir(tmp_path / "alibaba")
@@ -55,10 +46,7 @@ def test_online_benchmark_small(tmp_path: Path) -> None:
         "--decision-gpus", "40", "--decision-repeats", "1", "--decision-loop-repeats", "1",
         "--fbk-runs", "2", "--fbk-gpus", "8", "--loop-runs", "1",
     )  # fmt: skip
-    with (out / "online.csv").open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == COLUMNS
-        rows = list(reader)
+    rows = read_csv(out / "online.csv", COLUMNS)
 
     expected = [("decision", "mfi", "tables"), ("decision", "mfi", "python-loop")]
     for part in ("alibaba", "fbk"):
@@ -98,11 +86,11 @@ def test_online_benchmark_small(tmp_path: Path) -> None:
     assert [digest(p) for p in COMMITTED] == before
 
 
+@pytest.mark.integration
 def test_missing_alibaba_trace_is_skipped(tmp_path: Path) -> None:
     done = _run(tmp_path, "--parts", "alibaba", "--alibaba", str(tmp_path / "nowhere"))
     assert "alibaba: skipped" in done.stderr
-    with (tmp_path / "online.csv").open(newline="") as fh:
-        assert list(csv.DictReader(fh)) == []
+    assert read_csv(tmp_path / "online.csv", COLUMNS) == []
 
 
 def test_a_disagreement_stops_the_run() -> None:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import csv
-import hashlib
-import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "bench_geometry.py"
-COMMITTED = [ROOT / "benchmarks" / "results" / "geometry.csv", ROOT / "benchmarks" / "README.md"]
+from benchmarks import common
+from tests.bench_scripts import README, RESULTS, ROOT, digest, load, read_csv, run
+
+COMMITTED = [RESULTS / "geometry.csv", README]
 
 COLUMNS = [
     "commit", "date", "machine", "python", "numpy", "method", "model", "gpus", "profiles", "seed",
@@ -28,29 +27,14 @@ BASE_PROFILES = {
 }
 
 
-def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-
-
 def _run(out: Path, *extra: str) -> list[dict[str, str]]:
-    args = ["--gpus", "200", "--repeats", "1", "--out-dir", str(out), "--readme", str(out / "README.md")]
-    subprocess.run([sys.executable, str(SCRIPT), *args, *extra], cwd=ROOT, check=True, capture_output=True)
-    with (out / "geometry.csv").open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == COLUMNS
-        return list(reader)
+    run("bench_geometry", "--quick", "--out-dir", str(out), *extra)  # 200 GPUs, 1 repeat
+    return read_csv(out / "geometry.csv", COLUMNS)
 
 
-def _common() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_common", ROOT / "benchmarks" / "common.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
+@pytest.mark.integration
 def test_geometry_benchmark_small(tmp_path: Path) -> None:
-    before = [_digest(p) for p in COMMITTED]
+    before = [digest(p) for p in COMMITTED]
     rows = _run(tmp_path)
 
     assert [(r["model"], r["method"]) for r in rows] == [
@@ -77,9 +61,10 @@ def test_geometry_benchmark_small(tmp_path: Path) -> None:
     assert len(table) == 2 + 3  # header, rule, one line per model
     assert all("PASS (< 1 ms)" in line and "| 200 |" in line for line in table[2:])
 
-    assert [_digest(p) for p in COMMITTED] == before
+    assert [digest(p) for p in COMMITTED] == before
 
 
+@pytest.mark.integration
 def test_same_seed_same_states_and_latest_run_in_readme(tmp_path: Path) -> None:
     first = _run(tmp_path, "--models", "A100-40GB")
     rows = _run(tmp_path, "--models", "A100-40GB")
@@ -91,8 +76,37 @@ def test_same_seed_same_states_and_latest_run_in_readme(tmp_path: Path) -> None:
     assert readme.count("| A100-40GB |") == 1  # only the latest run of the configuration
 
 
+@pytest.mark.integration
+def test_the_script_runs_as_a_file_and_quick_needs_an_out_dir(tmp_path: Path) -> None:
+    # ``python benchmarks/bench_X.py`` from anywhere runs the package's module
+    script = ROOT / "benchmarks" / "bench_geometry.py"
+    args = ["--models", "A100-40GB", "--gpus", "20", "--repeats", "1", "--out-dir", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, str(script), *args, "--readme", str(tmp_path / "R.md")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(read_csv(tmp_path / "geometry.csv", COLUMNS)) == 2
+    refused = run("bench_geometry", "--quick", check=False)
+    assert refused.returncode == 2 and "--quick rows are not results: give --out-dir" in refused.stderr
+
+
+def test_render_regenerates_the_committed_tables(tmp_path: Path) -> None:
+    """Every README section comes out of the committed rows as committed: ``--render`` changes nothing."""
+    readme = tmp_path / "README.md"
+    readme.write_text(README.read_text())
+    for name in ("geometry", "online", "exact", "wpm", "gap", "mfi", "grmu", "migrate"):
+        bench = load(f"bench_{name}").BENCH
+        args = bench.parse_args(["--render", "--out-dir", str(RESULTS), "--readme", str(readme)])
+        assert [p.name for p in bench.render(args)] == [o.csv for o in bench.outputs], name
+    # the notes name each CSV file from the README's folder: the copy is elsewhere
+    rendered = readme.read_text().replace(os.path.relpath(RESULTS, tmp_path), "results")
+    assert rendered == README.read_text()
+
+
 def test_replace_section_keeps_surrounding_text(tmp_path: Path) -> None:
-    common = _common()
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- x:begin -->\nold\n<!-- x:end -->\noutro\n")
     common.replace_section(readme, "x", "new")
@@ -103,7 +117,6 @@ def test_replace_section_keeps_surrounding_text(tmp_path: Path) -> None:
 
 
 def test_append_rows_refuses_another_header(tmp_path: Path) -> None:
-    common = _common()
     path = tmp_path / "r.csv"
     assert common.append_rows(path, ["a", "b"], [{"a": 1, "b": None}]) == 1
     assert path.read_text() == "a,b\n1,\n"
@@ -115,8 +128,7 @@ def test_append_rows_refuses_another_header(tmp_path: Path) -> None:
 
 # --- exact models (benchmarks/bench_exact.py)
 
-EXACT_SCRIPT = ROOT / "benchmarks" / "bench_exact.py"
-EXACT_COMMITTED = [ROOT / "benchmarks" / "results" / "exact.csv", ROOT / "benchmarks" / "README.md"]
+EXACT_COMMITTED = [RESULTS / "exact.csv", README]
 EXACT_COLUMNS = [
     "commit", "date", "machine", "python", "highspy", "ortools", "class", "instance", "gpus", "hosts", "seed",
     "running", "new", "model", "solver", "objective", "time_limit_s", "threads", "termination", "status",
@@ -126,29 +138,14 @@ EXACT_COLUMNS = [
 ]  # fmt: skip
 
 
-def _bench_exact(monkeypatch: pytest.MonkeyPatch, script: Path = EXACT_SCRIPT) -> ModuleType:
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
-def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = _bench_exact(monkeypatch)  # in this process: the solver imports are paid once
-    before = [_digest(p) for p in EXACT_COMMITTED]
-    args = [
-        "--classes", "ibm", "--models", "grmu", "grmu-paper", "--sizes", "8", "--seeds", "1",
-        "--paper-sizes", "2", "--paper-max-gpus", "2", "--time-limit", "30",
-        "--out-dir", str(tmp_path), "--readme", str(tmp_path / "README.md"),
-    ]  # fmt: skip
-    assert bench.main(args) == 0
-    with (tmp_path / "exact.csv").open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == EXACT_COLUMNS
-        rows = list(reader)
+@pytest.mark.integration
+def test_exact_benchmark_small(tmp_path: Path) -> None:
+    bench = load("bench_exact")  # in this process: the solver imports are paid once
+    before = [digest(p) for p in EXACT_COMMITTED]
+    # IBM class, grmu at 8 GPUs and grmu-paper at 2, one seed, 30 s
+    assert bench.main(["--quick", "--out-dir", str(tmp_path)]) == 0
+    rows = read_csv(tmp_path / "exact.csv", EXACT_COLUMNS)
 
     # the paper form only at its own size 2, the tight form at 8; both solvers each
     assert [(r["gpus"], r["model"], r["solver"]) for r in rows] == [
@@ -197,12 +194,11 @@ def test_exact_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         in section
     )
 
-    assert [_digest(p) for p in EXACT_COMMITTED] == before
+    assert [digest(p) for p in EXACT_COMMITTED] == before
 
 
-def test_exact_targets_pass_and_fail(monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = _bench_exact(monkeypatch)
-    verdict = bench.target_verdict
+def test_exact_targets_pass_and_fail() -> None:
+    verdict = load("bench_exact").target_verdict
     assert verdict("ibm", 80, "grmu", "highs", [0.5, 0.9, 2.5], 60) == "PASS (median 0.90 s <= 1 s)"
     assert verdict("ibm", 80, "grmu", "highs", [1.5, 0.9, 2.5], 60) == "FAIL (median 1.50 s > 1 s)"
     assert verdict("ibm", 80, "grmu", "highs", [0.5, 0.5, None], 60) == (
@@ -221,8 +217,8 @@ def test_exact_targets_pass_and_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     assert verdict("hard", 80, "grmu", "highs", [9.0], 60) == "-"
 
 
-def test_exact_compares_lexicographically(monkeypatch: pytest.MonkeyPatch) -> None:
-    compare = _bench_exact(monkeypatch).compare
+def test_exact_compares_lexicographically() -> None:
+    compare = load("bench_exact").compare
 
     def obj(a: float, h: float, m: float) -> dict[str, float]:
         return {"acceptance": a, "hardware": h, "migrations": m}
@@ -235,8 +231,9 @@ def test_exact_compares_lexicographically(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.slow
-def test_wpm_benchmark_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = _bench_exact(monkeypatch, ROOT / "benchmarks" / "bench_wpm.py")
+@pytest.mark.integration
+def test_wpm_benchmark_small(tmp_path: Path) -> None:
+    bench = load("bench_wpm")
     readme = tmp_path / "README.md"
     assert (
         bench.main(["--sizes", "8", "--seeds", "1", "--out-dir", str(tmp_path), "--readme", str(readme)]) == 0
