@@ -265,3 +265,35 @@ def test_wpm_benchmark_small(tmp_path: Path) -> None:
     assert len(normalized) == 4  # two approaches, raw and normalized
     gpus_used = {line.split(" | ")[3]: float(line.split(" | ")[5]) for line in normalized[2:]}
     assert max(gpus_used.values()) == 1.0  # normalized by the highest mean
+
+
+# --- start-up (benchmarks/bench_startup.py)
+
+
+@pytest.mark.integration
+def test_startup_benchmark_times_fresh_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = load("bench_startup")
+    before = [digest(RESULTS / "startup.csv"), digest(README)]
+    # the library's import only, and a command whose process fails
+    command = 'python -c "import mipopt"'
+    monkeypatch.setattr(bench, "COMMANDS", {command: bench.COMMANDS[command]})
+    assert bench.main(["--quick", "--out-dir", str(tmp_path)]) == 0
+    rows = read_csv(tmp_path / "startup.csv", [*common.RUN_COLUMNS, *bench.COLUMNS])
+    assert [(r["kind"], r["rank"]) for r in rows] == [
+        ("command", ""),
+        *(("importtime", str(i)) for i in (1, 2, 3)),
+    ]
+    timed = rows[0]
+    assert timed["runs"] == "2" and 0 < float(timed["min_s"]) <= float(timed["median_s"]) <= float(
+        timed["max_s"]
+    )
+    own = [float(r["self_s"]) for r in rows[1:]]
+    assert own == sorted(own, reverse=True) and all(int(r["modules"]) >= 1 for r in rows[1:])
+    readme = (tmp_path / "README.md").read_text()
+    assert f"| `{command}` | {float(timed['median_s']):.3f} s |" in readme
+    assert f"{rows[1]['package']} {own[0]:.2f} s ({rows[1]['modules']})" in readme
+
+    monkeypatch.setattr(bench, "COMMANDS", {"python -c boom": (("-c", "raise SystemExit(3)"), None)})
+    assert bench.main(["--quick", "--out-dir", str(tmp_path / "failed")]) == 1
+    assert not (tmp_path / "failed" / "startup.csv").exists()
+    assert [digest(RESULTS / "startup.csv"), digest(README)] == before
