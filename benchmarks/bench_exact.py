@@ -36,8 +36,8 @@ size at which no seed is proven optimal; it also runs at the smaller ``--paper-s
 ``--heuristic-limit S`` runs the other measurement instead: on the IBM class at
 ``--heuristic-sizes`` (default 80 and 400 GPUs; ``--classes`` may add ``hard`` and
 ``alibaba``), the exact model with a time limit of S seconds (issue 12: 2 s) against the
-best of the heuristics ``ibm-initial``, ``bf``, ``mfi`` and ``first-fit``
-(:func:`mipopt.compare.resolve_method`), compared lexicographically (acceptance, then
+best of the heuristics ``ibm-initial``, ``bf``, ``mfi`` and ``ff``
+(:func:`mipopt.solve`), compared lexicographically (acceptance, then
 hardware, then migrations, the verifier's values): the exact answer must never be worse.
 Rows go to ``exact_heuristics.csv`` and the README section ``exact-heuristics``.
 
@@ -76,11 +76,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-from mipopt.exact.driver import parse_objective, solve_exact
+from mipopt.exact.driver import parse_objective
 from mipopt.exact.models import MODELS, build
 from mipopt.instance import Instance, Solution, Status
+from mipopt.registry import solve
 from mipopt.simulation import alibaba_snapshot
-from mipopt.solvers import SolverOptions
 from mipopt.verifier import verify
 from mipopt.workloads import hard_instance, ibm_instance
 
@@ -93,7 +93,7 @@ CONFIG = "grmu"
 SLOTS = "grmu-slots"
 PAPER = "grmu-paper"
 MODEL_NAMES = (CONFIG, SLOTS, PAPER)
-HEURISTICS = ("ibm-initial", "bf", "mfi", "first-fit")
+HEURISTICS = ("ibm-initial", "bf", "mfi", "ff")
 DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
 DEFAULT_ALIBABA = common.REPO_ROOT.parent / "shared" / "data" / "alibaba-gpu-v2023"
 #: (class, GPUs or None for any) -> (statistic, seconds): issue 12's targets for the
@@ -244,8 +244,14 @@ def run_one(inst: Instance, model: str, solver: str, args: argparse.Namespace) -
         row["build_s"] = time.perf_counter() - t0
         row["variables"], row["constraints"] = model_size(built)
         del built
-    options = SolverOptions(time_limit_s=args.time_limit, threads=args.threads)
-    sol = solve_exact(inst, model=model, solver=solver, objective=args.objective, options=options)
+    sol = solve(
+        inst,
+        model=model,
+        solver=solver,
+        objective=args.objective,
+        time_limit_s=args.time_limit,
+        threads=args.threads,
+    )
     build_s = row.get("build_s")
     row.update(
         termination=sol.termination.value,
@@ -290,10 +296,14 @@ def compare(exact: dict[str, float] | None, best: dict[str, float] | None, tol: 
 
 def run_heuristics(inst: Instance, model: str, solver: str, args: argparse.Namespace) -> dict[str, Any]:
     """The exact model under the short limit, then each heuristic, verified; the comparison."""
-    from mipopt.compare import resolve_method
-
-    options = SolverOptions(time_limit_s=args.time_limit, threads=args.threads)
-    sol = solve_exact(inst, model=model, solver=solver, objective=args.objective, options=options)
+    sol = solve(
+        inst,
+        model=model,
+        solver=solver,
+        objective=args.objective,
+        time_limit_s=args.time_limit,
+        threads=args.threads,
+    )
     row: dict[str, Any] = dict(
         termination=sol.termination.value,
         status=sol.status.value,
@@ -313,7 +323,7 @@ def run_heuristics(inst: Instance, model: str, solver: str, args: argparse.Names
     parts = []
     t0 = time.perf_counter()
     for name in HEURISTICS:
-        heuristic = resolve_method(name, seed=0).solve(inst)
+        heuristic = solve(inst, name)
         report = verify(inst, heuristic)
         if not report.valid:
             parts.append(f"{name}:invalid")

@@ -42,8 +42,8 @@ from typing import Any
 from benchmarks import common
 from mipopt.exact.driver import solve_exact
 from mipopt.exact.wpm.solve import solve_wpm
-from mipopt.heuristics import ibm_first_fit, load_balanced
 from mipopt.instance import Instance, Solution, Termination
+from mipopt.registry import default_portfolio, solve
 from mipopt.solvers import SolverOptions
 from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
@@ -98,10 +98,12 @@ def approaches(use_case: str) -> dict[str, Approach]:
         pass
     out["wpm"] = lambda inst, opts: solve_wpm(inst, use_case=use_case, options=opts)
     out["wpm-joint"] = lambda inst, opts: solve_wpm(inst, use_case="joint", options=opts)
-    out["grmu"] = lambda inst, opts: solve_exact(inst, use_case=use_case, options=opts)
+    out["grmu"] = lambda inst, opts: solve_exact(
+        inst, use_case=use_case, options=opts, portfolio=default_portfolio()
+    )
     if use_case == "initial":
-        out["first-fit"] = lambda inst, _opts: ibm_first_fit(inst)
-        out["load-balanced"] = lambda inst, _opts: load_balanced(inst)
+        out["first-fit"] = lambda inst, _opts: solve(inst, "ibm-first-fit")
+        out["load-balanced"] = lambda inst, _opts: solve(inst, "lb")
     return out
 
 
@@ -127,11 +129,11 @@ def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
     for gpus, seed, use_case, load in questions(args):
         inst = case(gpus, seed, use_case, load)
         before = len({g for g, _ in inst.current_placement().values()})
-        for name, solve in approaches(use_case).items():
+        for name, approach in approaches(use_case).items():
             if args.approaches and name not in args.approaches:
                 continue
             t0 = time.perf_counter()
-            sol = solve(inst, opts)
+            sol = approach(inst, opts)
             runtime = time.perf_counter() - t0
             report = verify(inst, sol)
             o = report.objectives

@@ -35,7 +35,7 @@ _EXPORTS = {
     "solve": "mipopt.registry",
     "verify": "mipopt.verifier",
     "plan_migration": "mipopt.migrate",
-    "sweep": "mipopt.exact.sweep",
+    "sweep": "mipopt.registry",
     "simulate": "mipopt.simulation.engine",
     "make_policy": "mipopt.heuristics.registry",
     "compare_methods": "mipopt.compare",
@@ -70,12 +70,11 @@ if TYPE_CHECKING:
     from mipopt.catalog import get_model
     from mipopt.compare import compare_methods
     from mipopt.errors import InstanceError
-    from mipopt.exact.sweep import sweep
     from mipopt.heuristics.registry import make_policy
     from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
     from mipopt.io import load_instance, load_solution
     from mipopt.migrate import plan_migration
-    from mipopt.registry import MethodSpec, methods, solve
+    from mipopt.registry import MethodSpec, methods, solve, sweep
     from mipopt.simulation.engine import simulate
     from mipopt.verifier import verify
 

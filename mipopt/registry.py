@@ -25,12 +25,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
 
-__all__ = ["MethodSpec", "get_method", "method_names", "methods", "solve"]
+if TYPE_CHECKING:
+    from mipopt.exact.driver import Heuristic
+    from mipopt.exact.sweep import Front
+
+__all__ = ["MethodSpec", "default_portfolio", "get_method", "method_names", "methods", "solve", "sweep"]
 
 Kind = Literal["exact", "heuristic"]
 
@@ -116,7 +120,7 @@ def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, *
         )
     if model not in EXACT_MODELS:
         raise InstanceError("model", f"unknown model {model!r} (known: {', '.join(EXACT_MODELS)})")
-    portfolio = () if warm_start is False else tuple((n, get_method(n).run) for n in PORTFOLIO)
+    portfolio = () if warm_start is False else default_portfolio()
     given = warm_start if isinstance(warm_start, Solution) else None
     if warm_start not in (None, True, False) and given is None:
         raise InstanceError(
@@ -131,6 +135,28 @@ def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, *
         warm_start=given,
         **options,
     )
+
+
+def default_portfolio() -> tuple[Heuristic, ...]:
+    """The heuristics of :data:`PORTFOLIO` as (name, run) pairs, for the exact driver's warm start."""
+    return tuple((n, get_method(n).run) for n in PORTFOLIO)
+
+
+def sweep(instance: Instance, **options: Any) -> Front:
+    """The Pareto front of ``instance``: :func:`mipopt.exact.sweep.sweep` (its parameters), each
+    point seeded with the fast heuristics of :data:`PORTFOLIO`.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> front = mipopt.sweep(mipopt.load_instance("instances/grmu_fig2b.json"))
+    >>> [(p.acceptance, p.hardware, p.migrations) for p in front.points]
+    [(4.0, 2.0, 0.0)]
+    """
+    from mipopt.exact.sweep import sweep as exact_sweep
+
+    options.setdefault("portfolio", default_portfolio())
+    return exact_sweep(instance, **options)
 
 
 def _rule(function: str) -> Callable[..., Solution]:

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mipopt.errors import InstanceError
-from mipopt.exact.driver import lattice_step, solve_exact
+from mipopt.exact.driver import Heuristic, lattice_step, solve_exact
 from mipopt.instance import Instance, Solution, Status, Termination, solution_to_dict
 from mipopt.io import write_atomic, write_json
 from mipopt.solvers import SolverOptions
@@ -366,6 +366,7 @@ class _Sweeper:
     options: SolverOptions
     max_points: int
     progress: Callable[[SweepProgress], None] | None
+    portfolio: Sequence[Heuristic] = ()
     points: list[FrontPoint] = field(default_factory=list)
     # proven solves: (the region's bounds, its point or None when infeasible)
     solved: list[tuple[tuple[float, ...], FrontPoint | None]] = field(default_factory=list)
@@ -404,6 +405,7 @@ class _Sweeper:
             objective=order,
             options=self.options,
             bounds=bounds,
+            portfolio=self.portfolio,
         )
         self.solves += 1
         if sol.status is Status.NONE or sol.objectives is None:
@@ -528,6 +530,7 @@ def sweep(
     options: SolverOptions | None = None,
     progress: Callable[[SweepProgress], None] | None = None,
     max_points: int = DEFAULT_MAX_POINTS,
+    portfolio: Sequence[Heuristic] = (),
 ) -> Front:
     """The Pareto front of ``instance`` by the nested lexicographic epsilon-constraint method.
 
@@ -545,6 +548,8 @@ def sweep(
     max_points
         Stop once this many distinct points are found and keep the best ``max_points`` by the
         primary objective; the front is then marked incomplete.
+    portfolio
+        Fast heuristics that seed each point's solve (:func:`mipopt.sweep` passes the registry's).
 
     Returns
     -------
@@ -567,7 +572,7 @@ def sweep(
     except ValueError as err:
         raise InstanceError("solver", str(err)) from None
     t0 = time.perf_counter()
-    s = _Sweeper(instance, names, model, solver, options or SolverOptions(), max_points, progress)
+    s = _Sweeper(instance, names, model, solver, options or SolverOptions(), max_points, progress, portfolio)
     s.run()
     if s.full():
         s.complete = False
