@@ -328,10 +328,6 @@ def _swap_target(**placements: tuple[str, int]) -> dict:
             "--method: must be one of graph, exact, auto, got 'best'",
         ),
         (
-            ["plan", SWAP, SWAP_TARGET, "--time-limit", "0"],
-            "--time-limit: must be positive seconds, got 0",
-        ),
-        (
             ["solve", SWAP, "--method", "first-fit", "--semantics", "fast", "--out", "{tmp}/sol.json"],
             "--semantics: must be one of create-first, destroy-first, got 'fast'",
         ),
@@ -344,7 +340,6 @@ def _swap_target(**placements: tuple[str, int]) -> dict:
         "illegal-start",
         "semantics",
         "method",
-        "time-limit",
         "solve-semantics",
     ],
 )
@@ -363,6 +358,18 @@ def test_bad_input_is_one_line_and_writes_nothing(
     assert (code, out) == (2, "")
     assert err == f"mipopt: error: {message.replace('{tmp}', str(tmp_path))}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_bad_time_limit_is_refused_while_parsing(tmp_path: Path, capsys: Capsys) -> None:
+    out = tmp_path / "plan.json"
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", str(SWAP), str(SWAP_TARGET), "--time-limit", "0", "--out", str(out)])
+    assert exit_.value.code == 2
+    _, err = capsys.readouterr()
+    assert (
+        err.splitlines()[-1] == "mipopt plan: error: argument --time-limit: must be positive seconds, got 0"
+    )
+    assert not out.exists()
 
 
 def test_a_target_that_drops_a_running_workload_is_refused(tmp_path: Path, capsys: Capsys) -> None:

@@ -334,9 +334,6 @@ def test_cli_progress_bar_when_forced(capsys: Capsys) -> None:
             ["--objectives", "acceptance"],
             "--objectives: a front needs 2 or 3 objectives, e.g. acceptance,hardware; got 1",
         ),
-        (["--time-limit", "0"], "--time-limit: must be positive seconds, got 0"),
-        (["--max-points", "0"], "--max-points: must be at least 1, got 0"),
-        (["--threads", "0"], "--threads: must be at least 1, got 0"),
         (["--out-dir", "x", "--png", "y.png"], "--out-dir: give either --out-dir or --csv/--png, not both"),
     ],
 )
@@ -344,6 +341,24 @@ def test_cli_sweep_bad_input_is_one_line(argv: list[str], message: str, capsys: 
     code = main(["sweep", str(INSTANCES / "quickstart.json"), *argv])
     out, err = capsys.readouterr()
     assert (code, out, err) == (2, "", f"mipopt: error: {message}\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--time-limit", "0"], "--time-limit: must be positive seconds, got 0"),
+        (["--max-points", "0"], "--max-points: must be at least 1, got 0"),
+        (["--threads", "0"], "--threads: must be at least 1, got 0"),
+    ],
+)
+def test_cli_sweep_option_rules_are_checked_while_parsing(
+    argv: list[str], message: str, capsys: Capsys
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", str(INSTANCES / "quickstart.json"), *argv])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert (out, err.splitlines()[-1]) == ("", f"mipopt sweep: error: argument {message}")
 
 
 # --- property

@@ -228,6 +228,15 @@ def test_cli_generate_options_and_stdout(capsys: Capsys) -> None:
     assert all(w.get("pinned") for w in data["workloads"] if "placement" in w)
 
 
+def test_cli_generate_unknown_model_exits_2(tmp_path: Path, capsys: Capsys) -> None:
+    out_file = tmp_path / "x.json"
+    code, out, err = run(capsys, "generate", "ibm", "--gpus", "8", "--model", "Z9", "--out", str(out_file))
+    assert (code, out) == (2, "")
+    assert err.startswith("mipopt: error: --model: unknown GPU model 'Z9' (known: ")
+    assert err.count("\n") == 1
+    assert not out_file.exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -237,15 +246,15 @@ def test_cli_generate_options_and_stdout(capsys: Capsys) -> None:
         (["--gpus", "8", "--pinned", "nan"], "--pinned: must be a fraction in [0, 1], got nan"),
         (["--gpus", "8", "--seed", "-1"], "--seed: must be non-negative, got -1"),
         (["--gpus", "8", "--gpus-per-host", "0"], "--gpus-per-host: must be at least 1, got 0"),
-        (["--gpus", "8", "--model", "Z9"], "--model: unknown GPU model 'Z9' (known: "),
     ],
 )
-def test_cli_generate_bad_input_exits_2(
+def test_cli_generate_option_rules_are_checked_while_parsing(
     tmp_path: Path, capsys: Capsys, argv: list[str], message: str
 ) -> None:
     out_file = tmp_path / "x.json"
-    code, out, err = run(capsys, "generate", "ibm", *argv, "--out", str(out_file))
-    assert (code, out) == (2, "")
-    assert err.startswith(f"mipopt: error: {message}")
-    assert err.count("\n") == 1
+    with pytest.raises(SystemExit) as exit_:
+        main(["generate", "ibm", *argv, "--out", str(out_file)])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert (out, err.splitlines()[-1]) == ("", f"mipopt generate ibm: error: argument {message}")
     assert not out_file.exists()

@@ -1,0 +1,103 @@
+"""``mipopt bench``: heuristics against the proven optimum, as gaps in acceptance and hardware."""
+
+from __future__ import annotations
+
+import argparse
+
+from mipopt.cli.common import (
+    EXIT_OK,
+    BadInput,
+    ProgressBar,
+    backend_arguments,
+    count,
+    flagged,
+    non_negative,
+    print_json,
+    progress_argument,
+    read_instance,
+)
+from mipopt.errors import InstanceError
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="heuristics against the proven optimum: gaps in acceptance and hardware",
+        description="Solve each instance with the tight GRMU model (lexicographic acceptance, hardware, "
+        "migrations), run each heuristic on it, verify every solution, and print per method the mean "
+        "acceptance and hardware gaps to the optimum, how often it reached the optimum and the median "
+        "runtime. Rows of an unproven optimum compare against its incumbent; see mipopt.compare.",
+    )
+    p.add_argument("instances", nargs="*", metavar="instance", help="instance files (and/or --generate)")
+    p.add_argument("--generate", choices=["ibm"], help="also generated instances: the IBM WPM set-up")
+    p.add_argument("--gpus", type=count, nargs="+", metavar="N", help="generated sizes (default 8)")
+    p.add_argument("--seeds", type=count, metavar="K", help="generated instances per size (default 1)")
+    p.add_argument(
+        "--first-seed", type=non_negative, metavar="S", help="generator seeds S .. S+K-1 (default 0)"
+    )
+    p.add_argument(
+        "--methods",
+        default="all",
+        metavar="LIST",
+        help="comma-separated: any --method of `mipopt solve` (first-fit, ibm-initial, ff, mfi, adapter(ff), "
+        "...), online:NAME for a policy named like a batch heuristic, exact-initial (running workloads "
+        "fixed), or all (default: every heuristic placing new workloads)",
+    )
+    backend_arguments(p, time_limit="per exact solve (default: 60)", default_time_limit=60.0)
+    p.add_argument("--out", metavar="FILE", help="write one row per (instance, method) as CSV (atomically)")
+    p.add_argument("--json", action="store_true", help="print rows and summary as JSON")
+    progress_argument(p, "progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mipopt.compare import compare_methods, parse_methods, summarize, summary_table, write_csv
+
+    if not args.instances and args.generate is None:
+        raise BadInput("instance: give instance files or --generate ibm")
+    if args.generate is None:
+        for option, given in (
+            ("--gpus", args.gpus),
+            ("--seeds", args.seeds),
+            ("--first-seed", args.first_seed),
+        ):
+            if given is not None:
+                raise BadInput(f"{option}: only with --generate ibm")
+    try:
+        methods = parse_methods(args.methods)
+    except InstanceError as err:
+        raise BadInput(flagged(err)) from None
+    instances = [read_instance(path) for path in args.instances]
+    if args.generate is not None:
+        from mipopt.workloads import ibm_instance
+
+        first_seed = args.first_seed or 0
+        seeds = range(first_seed, first_seed + (args.seeds or 1))
+        instances += [ibm_instance(n, seed=s) for n in args.gpus or [8] for s in seeds]
+    with ProgressBar.for_args(args) as bar:
+
+        def progress(done: int, total: int, message: str) -> None:
+            bar.draw(done / total, message[:40].ljust(40))
+
+        try:
+            rows = compare_methods(
+                instances,
+                methods,
+                solver=args.solver,
+                time_limit_s=args.time_limit,
+                threads=args.threads,
+                seed=args.seed,
+                progress=progress,
+            )
+        except InstanceError as err:
+            raise BadInput(flagged(err)) from None
+    if args.out:
+        write_csv(args.out, rows)
+    summaries = summarize(rows)
+    if args.json:
+        print_json({"rows": [r.to_dict() for r in rows], "summary": [s.to_dict() for s in summaries]})
+    else:
+        print(summary_table(summaries))
+        if args.out:
+            print(f"\nwrote {args.out}")
+    return EXIT_OK

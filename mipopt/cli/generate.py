@@ -1,0 +1,83 @@
+"""``mipopt generate``: write a seeded generated instance (today the IBM WPM set-up)."""
+
+from __future__ import annotations
+
+import argparse
+
+from mipopt.catalog import get_model
+from mipopt.cli.common import EXIT_OK, BadInput, count, fraction, non_negative, print_json
+from mipopt.io import write_json
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("generate", help="write a seeded generated instance")
+    kinds = p.add_subparsers(dest="workload", required=True, metavar="WORKLOAD")
+    g = kinds.add_parser(
+        "ibm",
+        help="IBM WPM section 5.1: hosts of 8 GPUs, about 60%% of GPUs used, new work worth 60%% of compute",
+        description="IBM WPM test case (Turkkan et al., section 5.1); see mipopt.workloads.ibm_instance.",
+    )
+    g.add_argument("--gpus", type=count, required=True, metavar="N", help="GPUs in the cluster")
+    g.add_argument("--seed", type=non_negative, default=0, help="generator seed (default 0)")
+    g.add_argument(
+        "--used",
+        type=fraction,
+        default=0.6,
+        metavar="FRACTION",
+        help="share of GPUs with running workloads (default 0.6)",
+    )
+    g.add_argument(
+        "--load",
+        type=fraction,
+        default=0.6,
+        metavar="FRACTION",
+        help="compute of the new workloads as a share of the cluster's compute slices (default 0.6)",
+    )
+    g.add_argument(
+        "--load-basis",
+        choices=["cluster", "free"],
+        default="cluster",
+        help="what --load is a share of: all compute slices (default, as the paper) or the free ones",
+    )
+    g.add_argument(
+        "--pinned",
+        type=fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="share of running workloads pinned (default 0)",
+    )
+    g.add_argument("--model", default="A100-80GB", help="GPU model (default A100-80GB)")
+    g.add_argument("--gpus-per-host", type=count, default=8, metavar="N", help="GPUs per host (default 8)")
+    g.add_argument("--out", metavar="FILE", help="write the instance JSON (atomically); default: print it")
+    g.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mipopt.instance import instance_to_dict
+    from mipopt.workloads import ibm_instance
+
+    try:
+        model = get_model(args.model).name
+    except KeyError as err:
+        raise BadInput(f"--model: {err.args[0]}") from None
+    inst = ibm_instance(
+        args.gpus,
+        seed=args.seed,
+        used_fraction=args.used,
+        load=args.load,
+        load_basis=args.load_basis,
+        model=model,
+        gpus_per_host=args.gpus_per_host,
+        pinned_fraction=args.pinned,
+    )
+    data = instance_to_dict(inst)
+    if args.out is None:
+        print_json(data)
+        return EXIT_OK
+    write_json(args.out, data)
+    used = len({w.placement.gpu for w in inst.running if w.placement})
+    print(
+        f"wrote {args.out}: {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs ({used} used), "
+        f"{len(inst.running)} running and {len(inst.new)} new workloads"
+    )
+    return EXIT_OK

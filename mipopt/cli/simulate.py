@@ -1,0 +1,85 @@
+"""``mipopt simulate``: replay arrivals and departures under online policies and compare them."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from mipopt.cli.common import EXIT_OK, BadInput, ProgressBar, count, flagged, print_json, progress_argument
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("simulate", help="replay arrivals and departures under online policies")
+    p.add_argument(
+        "--workload",
+        required=True,
+        metavar="SPEC",
+        help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...], alibaba:path=DIR[,compress=...,host_fraction=...,gpus_per_host=...,duration_scale=...,departures=false]",
+    )
+    p.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="repeatable: ff, bf, mcc, mecc, grmu[:heavy=...], ff-agnostic, rr, bf-bi, wf-bi, mfi, lb, "
+        "ibm-initial, adapter(<policy>)",
+    )
+    p.add_argument("--runs", type=count, default=1, help="traces of seeds S .. S+N-1 (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    p.add_argument(
+        "--bucket", type=float, default=1.0, help="time-series row width in the trace's unit (default 1)"
+    )
+    p.add_argument("--batch-interval", type=float, help="decide arrivals at multiples of this interval")
+    p.add_argument(
+        "--queue-timeout", type=float, help="let rejected requests wait this long instead of dropping"
+    )
+    p.add_argument("--debug", action="store_true", help="verify the state after every event (slow)")
+    p.add_argument("--out", metavar="DIR", help="write series.csv, summary.csv and series.png there")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    progress_argument(p, "progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mipopt.io import write_atomic
+    from mipopt.simulation.runs import compare, plot_series, summary_table
+
+    options = {
+        "bucket": args.bucket,
+        "batch_interval": args.batch_interval,
+        "queue_timeout": args.queue_timeout,
+        "debug": args.debug,
+    }
+    with ProgressBar.for_args(args) as bar:
+        try:
+            series, summary = compare(
+                args.workload, args.policy, runs=args.runs, seed=args.seed, progress=bar.draw, **options
+            )
+        except ValueError as err:  # InstanceError too
+            raise BadInput(flagged(err)) from None
+    table = summary_table(summary)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, frame in (("series.csv", series), ("summary.csv", summary)):
+            csv_text: str = frame.to_csv(index=False)
+
+            def write(fh: TextIO, text: str = csv_text) -> None:
+                fh.write(text)
+
+            write_atomic(out / name, write, text=True)
+        plot_series(series, out / "series.png")
+    if args.json:
+        print_json(
+            {"summary": summary.to_dict(orient="records"), "means": table.reset_index().to_dict("records")}
+        )
+    else:
+        print(
+            f"workload {args.workload}: {int(summary['arrived'].iloc[0])} requests per run, {args.runs} run(s)"
+        )
+        print(table.to_string(float_format=lambda v: f"{v:.4g}"))
+        if args.out:
+            print(f"\nwrote {args.out}/series.csv, summary.csv, series.png")
+    return EXIT_OK
