@@ -48,7 +48,6 @@ from mipopt.exact.preprocess.partitions import (
     Partition,
     free_partitions,
     gpu_partitions,
-    preference_order,
     slot_order,
 )
 
@@ -81,7 +80,6 @@ __all__ = [
     "movable_shapes",
     "open_placements",
     "placement_key",
-    "preference_order",
     "profile_multisets",
     "running_classes",
     "slot_order",

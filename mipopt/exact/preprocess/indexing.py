@@ -7,7 +7,7 @@ can be chosen afterwards. This module is that step and its check:
 
 * :func:`index_gpu`: starts for the items of one GPU around its fixed
   (unmovable) instances. Items go largest profile first, each trying its starts
-  in Table 1's preference order (:func:`~mipopt.exact.preprocess.partitions.preference_order`),
+  in Table 1's preference order (:func:`~mipopt.geometry.preference_order`),
   with backtracking over the geometry tables' legal-start bitmasks, so an
   indexing is found whenever one exists. When none exists it returns the
   smallest set of items to drop (the repair primitive), why each could not be
@@ -379,7 +379,7 @@ def index_gpu(
 
     Items are placed largest profile first (compute, then memory slots, then
     catalog order; ties keep the given order), each trying its starts in Table 1's
-    preference order (:func:`~mipopt.exact.preprocess.partitions.preference_order`, a
+    preference order (:func:`~mipopt.geometry.preference_order`, a
     ``prefer``-red start first, starts that touch ``avoid`` last), depth-first with
     backtracking. The search is
     exhaustive, so it finds an indexing whenever any exists; among the
