@@ -266,6 +266,29 @@ def methods() -> list[MethodSpec]:
     return list(_methods().values())
 
 
+def methods_text() -> str:
+    """The table of methods as text, two lines each: ``mipopt solve --list-methods`` prints it,
+    ``docs/methods.md`` holds it.
+
+    Examples
+    --------
+    >>> print(methods_text().splitlines()[-2])
+    adapter(<policy>)    heuristic  MIG-Adapter around any online policy, e.g. adapter(ff)
+    """
+    rows = [
+        (m.name, m.kind, m.summary, [o for o in m.options if o not in ("stop", "deadline")])
+        for m in methods()
+    ]
+    rows.append(
+        ("adapter(<policy>)", "heuristic", "MIG-Adapter around any online policy, e.g. adapter(ff)", ["seed"])
+    )
+    lines = []
+    for name, kind, summary, options in rows:
+        lines.append(f"{name:<20} {kind:<10} {summary}")
+        lines.append(f"{'':<31} options: {', '.join(options) or '-'}")
+    return "\n".join(lines)
+
+
 def method_names() -> list[str]:
     """The names of :func:`methods`, then ``adapter(<policy>)``."""
     return [*_methods(), "adapter(<policy>)"]
