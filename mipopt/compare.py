@@ -59,7 +59,7 @@ __all__ = [
     "write_csv",
 ]
 
-#: The reference method's name: the exact model, lexicographic.
+#: The name of the reference method, the exact model (lexicographic).
 EXACT = "exact"
 #: Batch rules that place no new workload (they only move running ones): not in ``all``.
 MOVE_ONLY = ("ibm-compaction", "ibm-reconfiguration")
@@ -241,6 +241,13 @@ def compare_methods(
         For an unknown method name, an unknown solver or a bad time limit.
     InvalidSolutionError
         When the verifier rejects a method's solution.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> rows = mipopt.compare_methods([mipopt.load_instance("instances/grmu_fig2b.json")], ["ff"])
+    >>> [(r.method, r.acceptance, r.acceptance_gap_pct, r.matches_reference) for r in rows]
+    [('exact', 4.0, 0.0, True), ('ff', 3.0, 25.0, False)]
     """
     try:
         SolverOptions(time_limit_s=time_limit_s, threads=threads, seed=seed)  # checks them once, up front

@@ -13,6 +13,15 @@ class InstanceError(ValueError):
         for a whole-document problem (not JSON, unreadable file).
     rule
         What is wrong, in words, e.g. ``'5g.20gb' is not a profile of A100-40GB``.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> err = mipopt.InstanceError("workloads[3].profile", "'5g.20gb' is not a profile of A100-40GB")
+    >>> print(err)
+    workloads[3].profile: '5g.20gb' is not a profile of A100-40GB
+    >>> isinstance(err, ValueError), err.path
+    (True, 'workloads[3].profile')
     """
 
     def __init__(self, path: str, rule: str) -> None:

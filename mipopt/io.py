@@ -53,12 +53,42 @@ def read_json(path: str | Path) -> Any:
 
 
 def load_instance(path: str | Path) -> Instance:
-    """Read and validate an instance file (its name defaults to the file stem)."""
+    """Read and validate an instance file (its name defaults to the file stem).
+
+    Raises
+    ------
+    InstanceError
+        For an unreadable file, malformed JSON or a broken rule, naming the JSON path.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/quickstart.json")
+    >>> inst.name, len(inst.gpus), [w.id for w in inst.new]
+    ('quickstart', 3, ['batch-d', 'infer-e', 'llm-f', 'infer-g', 'llm-h'])
+    """
     return instance_from_dict(read_json(path), default_name=Path(path).stem)
 
 
 def load_solution(path: str | Path) -> Solution:
-    """Read a solution file, checking its shape."""
+    """Read a solution file, checking its shape.
+
+    Its rules are checked against an instance by :func:`mipopt.verifier.verify`.
+
+    Raises
+    ------
+    InstanceError
+        For an unreadable file, malformed JSON or a bad field, naming the JSON path.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> sol = mipopt.load_solution("docs/examples/hand_solution.json")
+    >>> sol.method, len(sol.placements)
+    ('hand-written', 7)
+    >>> mipopt.verify(mipopt.load_instance("instances/quickstart.json"), sol).valid
+    True
+    """
     return solution_from_dict(read_json(path))
 
 

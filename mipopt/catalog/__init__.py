@@ -6,6 +6,14 @@ models of their own with :func:`model_from_dict`, validated by the same rules.
 
 Placements are ``(start, size)`` in memory-slot units, exactly as
 ``nvidia-smi mig -lgipp`` prints ``{starts}:size``.
+
+Examples
+--------
+>>> from mipopt import catalog
+>>> "H100-80GB" in catalog.builtin_models()
+True
+>>> [(p.name, p.placements) for p in catalog.get_model("A100-40GB").profiles if p.compute == 3]
+[('3g.20gb', ((0, 4), (4, 4)))]
 """
 
 from __future__ import annotations
@@ -368,6 +376,13 @@ def get_model(name: str, custom: dict[str, GpuModel] | None = None) -> GpuModel:
     ------
     KeyError
         Naming the known models.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> model = mipopt.get_model("a100-40gb")
+    >>> model.name, model.slots, model.compute_slices, [p.name for p in model.profiles][:3]
+    ('A100-40GB', 8, 7, ['1g.5gb', '1g.5gb+me', '1g.10gb'])
     """
     models = {**_builtin(), **(custom or {})}
     if name in models:

@@ -117,7 +117,7 @@ Heuristic = tuple[str, Callable[[Instance], Solution]]
 FINISH_S_PER_WORKLOAD = 5e-5
 #: Share of the time limit the portfolio may take; the rest is the stages'.
 PORTFOLIO_SHARE = 0.4
-#: A guess of the first heuristic's time per workload (first fit: 75 us on a 2-core Xeon).
+#: A guess of the first heuristic's time per workload (first fit takes 75 us on a 2-core Xeon).
 PORTFOLIO_S_PER_WORKLOAD = 1e-4
 #: Share of the time left that the restricted model may take before the migrations stage.
 RESTRICTED_SHARE = 0.25

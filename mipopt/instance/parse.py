@@ -253,6 +253,8 @@ def solution_from_dict(data: Any) -> Solution:
         Naming the JSON path and the rule, for the first problem found
         (``placements[2].start: must be >= 0, got -4``).
 
+    Examples
+    --------
     >>> sol = solution_from_dict({"format": "mipopt-solution", "version": 1,
     ...     "placements": [{"workload": "w1", "gpu": "g0", "start": 4}]})
     >>> sol.method, sol.termination.value, sol.status.value, sol.rejected

@@ -83,6 +83,15 @@ class Instance:
     Build with :func:`mipopt.instance.instance_from_dict` or
     :class:`mipopt.instance.InstanceBuilder`; both end here, where the
     cross-references and the rules of the running state are checked.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/quickstart.json")
+    >>> [h.id for h in inst.hosts], inst.gpu("h2-g0").model.name
+    (['h1', 'h2'], 'H100-80GB')
+    >>> inst.current_placement()["llm-c"], inst.workload("llm-c").pinned
+    (('h2-g0', 4), True)
     """
 
     name: str
@@ -122,7 +131,7 @@ class Instance:
 
     @property
     def models(self) -> dict[str, GpuModel]:
-        """The models of this instance's GPUs, by name (a copy: the instance is frozen)."""
+        """The models of this instance's GPUs, by name (a copy, since the instance is frozen)."""
         return dict(self._models)
 
     def profile_on(self, workload: Workload, model: GpuModel) -> Profile | None:
@@ -284,6 +293,15 @@ class Termination(StrEnum):
     ``completed`` is for heuristics: the method ran to its end, proving nothing;
     ``gap_limit``: the solver stopped within the relative gap it was allowed (``--gap``);
     ``interrupted``: stopped from outside (Ctrl-C), keeping the best solution found.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
+    >>> mipopt.solve(inst, "ff").termination.value, mipopt.solve(inst).termination.value
+    ('completed', 'optimal')
+    >>> mipopt.Termination("time_limit") is mipopt.Termination.TIME_LIMIT
+    True
     """
 
     OPTIMAL = "optimal"
@@ -296,7 +314,17 @@ class Termination(StrEnum):
 
 
 class Status(StrEnum):
-    """What a method found: a proven optimum, some feasible solution, or nothing."""
+    """What a method found: a proven optimum, some feasible solution, or nothing.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
+    >>> mipopt.solve(inst, "ff").status.value, mipopt.solve(inst).status.value
+    ('feasible', 'optimal')
+    >>> mipopt.Status.OPTIMAL == "optimal"  # a str enum: compares and serializes as its value
+    True
+    """
 
     OPTIMAL = "optimal"
     FEASIBLE = "feasible"
@@ -376,6 +404,16 @@ class Solution:
 
     ``objectives`` and ``metrics`` are what the method reports; the verifier
     recomputes both and flags any difference.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/quickstart.json")
+    >>> sol = mipopt.solve(inst, "ff")
+    >>> sol.status.value, sol.objectives.acceptance, sol.rejected
+    ('feasible', 8.0, ('llm-f',))
+    >>> sol.placed()["batch-d"]
+    ('h1-g1', 0)
     """
 
     instance: str

@@ -83,6 +83,19 @@ def plan_migration(
     InstanceError
         When the target breaks a rule of ``instance`` (naming ``target`` and the rule),
         or an argument is unknown.
+
+    Examples
+    --------
+    Two instances swap starts on one GPU: one parks on the free GPU first.
+
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/swap.json")
+    >>> plan = mipopt.plan_migration(inst, mipopt.load_solution("instances/swap.target.json"))
+    >>> [[(m.workload, m.target, m.park) for m in r.moves] for r in plan.rounds]
+    [[('a', ('g1', 0), True)], [('b', ('g0', 0), False)], [('a', ('g0', 4), False)]]
+    >>> from mipopt.verifier import verify_plan
+    >>> verify_plan(inst, plan).valid
+    True
     """
     if semantics not in SEMANTICS:
         raise InstanceError("semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")

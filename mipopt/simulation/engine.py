@@ -167,6 +167,15 @@ def simulate(
     ------
     SimulationError
         In debug mode, on the first state that breaks a rule.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> from mipopt.workloads import fbk_trace
+    >>> trace = fbk_trace(gpus=4, seed=1)
+    >>> result = mipopt.simulate(trace, mipopt.make_policy("mfi"), debug=True)
+    >>> result.summary["arrived"], result.summary["accepted"], result.summary["peak_active_gpus"]
+    (9, 9, 4)
     """
     if bucket <= 0:
         raise ValueError(f"bucket must be positive, got {bucket}")

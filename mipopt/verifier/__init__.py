@@ -160,6 +160,8 @@ def check_claims(instance: Instance, solution: Solution) -> list[str]:
         ``objectives.KEY: solution says X, verifier computes Y`` in the order
         acceptance, hardware, migrations, then ``metrics.KEY: ...`` in the solution's order.
 
+    Examples
+    --------
     >>> from dataclasses import replace
     >>> from mipopt.io import load_instance, load_solution
     >>> inst = load_instance("instances/quickstart.json")
