@@ -2,7 +2,8 @@
 
 The notebooks teach with ``assert`` cells (STYLE.md: they end with assertions on their
 own results), so a notebook that runs without raising has passed its own checks. New
-notebooks are picked up by the glob; nothing here needs editing when one is added.
+notebooks are picked up by the glob; nothing here needs editing when one is added. Executing
+them is marked ``integration`` (a few minutes); it stays in the default run and in CI.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def test_notebooks_are_found() -> None:
     assert "01_mig_geometry.ipynb" in {p.name for p in NOTEBOOKS}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path: Path) -> None:
     """Execute every cell with the ``python3`` kernel, working directory ``notebooks/``."""
