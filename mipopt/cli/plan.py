@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mipopt.migrate import Plan
 
 SEMANTICS_METAVAR = "create-first|destroy-first"
+DEFAULT_SEMANTICS = "create-first"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("target", help="a solution of the instance (mipopt solve --out)")
     p.add_argument(
         "--semantics",
-        default="create-first",
+        default=DEFAULT_SEMANTICS,
         metavar=SEMANTICS_METAVAR,
         help="create-first: a move creates its target before destroying its source (no downtime; "
         "default); destroy-first: every move drains its workload first",

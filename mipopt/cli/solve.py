@@ -20,7 +20,7 @@ from mipopt.cli.common import (
     solver_arguments,
     wants_progress,
 )
-from mipopt.cli.plan import SEMANTICS_METAVAR, check_plan_options, plan_to
+from mipopt.cli.plan import DEFAULT_SEMANTICS, SEMANTICS_METAVAR, check_plan_options, plan_to
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, Termination, solution_to_dict
 from mipopt.io import write_json
@@ -78,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument(
         "--semantics",
-        default="create-first",
+        default=DEFAULT_SEMANTICS,
         metavar=SEMANTICS_METAVAR,
         help="of --plan's moves (default: %(default)s)",
     )
@@ -87,7 +87,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    check_plan_options(args.semantics, "graph")
+    if args.plan or args.semantics != DEFAULT_SEMANTICS:  # the check loads the planners (networkx)
+        check_plan_options(args.semantics, "graph")
     inst = read_instance(args.instance)
     sol = _solve_exact(inst, args) if args.method == "exact" else _solve_heuristic(inst, args)
     plan = plan_to(inst, sol, "--plan", args.semantics, "graph", None) if args.plan else None
@@ -128,6 +129,7 @@ def _solve_heuristic(inst: Instance, args: argparse.Namespace) -> Solution:
 def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
     """An exact solve under one deadline; Ctrl-C stops it and keeps the best placement found."""
     from mipopt.exact.driver import solve_exact
+    from mipopt.registry import default_portfolio
     from mipopt.solvers import SolverOptions
     from mipopt.solvers.stop import catch_sigint
 
@@ -156,6 +158,7 @@ def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
                 objective=args.objective,
                 options=options,
                 use_case=args.use_case,
+                portfolio=default_portfolio(),  # the warm start: the fast heuristics' best placement
                 progress=_print_stage if wants_progress(args) else None,
             )
         except ValueError as err:  # the library names its parameters (InstanceError too); say the flag

@@ -28,6 +28,10 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from mipopt.solvers.base import (
     Backend,
     Capabilities,
@@ -38,11 +42,44 @@ from mipopt.solvers.base import (
     is_proven,
     relative_gap,
 )
-from mipopt.solvers.cpsat import CpSatBackend
-from mipopt.solvers.highs import HighsBackend
 from mipopt.solvers.stop import StopFlag, background_solves, catch_sigint, wait_for_background
 
-BACKENDS: dict[str, type[HighsBackend] | type[CpSatBackend]] = {"highs": HighsBackend, "cpsat": CpSatBackend}
+if TYPE_CHECKING:
+    from mipopt.solvers.cpsat import CpSatBackend
+    from mipopt.solvers.highs import HighsBackend
+
+#: Each backend's module and class. A backend module imports its solver (cpsat: OR-Tools, which
+#: loads pandas), so it is imported on first use: a HiGHS solve never pays for OR-Tools.
+_BACKEND_CLASSES = {
+    "highs": ("mipopt.solvers.highs", "HighsBackend"),
+    "cpsat": ("mipopt.solvers.cpsat", "CpSatBackend"),
+}
+
+
+class _Backends(Mapping[str, "type[HighsBackend] | type[CpSatBackend]"]):
+    """Backend name to class, importing the backend's module when its class is first looked up."""
+
+    def __getitem__(self, name: str) -> type[HighsBackend] | type[CpSatBackend]:
+        module, cls = _BACKEND_CLASSES[name]
+        backend: type[HighsBackend] | type[CpSatBackend] = getattr(import_module(module), cls)
+        return backend
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_BACKEND_CLASSES)
+
+    def __len__(self) -> int:
+        return len(_BACKEND_CLASSES)
+
+
+BACKENDS: Mapping[str, type[HighsBackend] | type[CpSatBackend]] = _Backends()
+
+
+def __getattr__(name: str) -> object:
+    """``CpSatBackend`` and ``HighsBackend``, imported when first named."""
+    for key, (_, cls) in _BACKEND_CLASSES.items():
+        if cls == name:
+            return BACKENDS[key]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_backend(name: str) -> Backend:
