@@ -68,15 +68,7 @@ class PublicApi(SphinxDirective):
 #: Docstrings in files outside the reference's own change that docutils misreads, corrected as
 #: they are read (object name -> (text, replacement)) until their owners fix the source; an
 #: entry whose text is gone fails the build, so that it is removed.
-DOCSTRING_FIXES = {
-    # "|N|" reads as a substitution reference.
-    "mipopt.exact.models.grmu_paper": (r"O(|N|^2 |GPUs|)", r"O(\|N\|^2 \|GPUs\|)"),
-    # Prose after the Parameters section belongs in Notes (numpydoc) or the field list ends badly.
-    "mipopt.migrate.optimal.build_migration_model": (
-        "No objective is active",
-        "Notes\n-----\nNo objective is active",
-    ),
-}
+DOCSTRING_FIXES: dict[str, tuple[str, str]] = {}  # (text, replacement) per object, while its source is fixed
 
 
 def _fix_docstring(app: Sphinx, what: str, name: str, obj: object, options: Any, lines: list[str]) -> None:

@@ -242,6 +242,8 @@ def build_migration_model(
     extra_spots
         Per workload, spots to add to its park candidates (the graph plan's parks).
 
+    Notes
+    -----
     No objective is active: :attr:`MigrationModel.objectives` holds the expressions
     (``disruptions``, ``rounds``, ``moves``: arrivals, ``memory``: in GB steps) and
     :attr:`MigrationModel.weights` the weights of their order-keeping sum.

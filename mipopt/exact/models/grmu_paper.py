@@ -13,7 +13,7 @@ of g_i, exact phi, m and omega) is added under names without a number.
 
 The model exists to reproduce the paper and to show why formulation matters: the
 overlap constraints (Eqs. 12-13) are big-M disjunctions over every ordered pair of
-workloads on every GPU, so the model has O(|N|^2 |GPUs|) binaries and an LP
+workloads on every GPU, so the model has ``O(|N|^2 |GPUs|)`` binaries and an LP
 relaxation that knows almost nothing. :mod:`mipopt.exact.models.grmu_slots` is the same
 decision problem written tightly.
 """

@@ -204,16 +204,16 @@ def _on(var: pyo.Var) -> bool:
 def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuModel:
     """Build the tight GRMU model of ``instance``.
 
+    Running workloads stay placed, new ones may be rejected; the objective
+    expressions ``acceptance``, ``hardware``, ``migrations`` and ``intra_moves``
+    are built but no objective is active.
+
     Parameters
     ----------
     instance
         The instance.
     fixed
         Running workloads held in place; None for the pinned ones.
-
-    Running workloads stay placed, new ones may be rejected; the objective
-    expressions ``acceptance``, ``hardware``, ``migrations`` and ``intra_moves``
-    are built but no objective is active.
     """
     ids = fixed_ids(instance, fixed)
     fixed_at = {wid: at for wid, at in instance.current_placement().items() if wid in ids}
