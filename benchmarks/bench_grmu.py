@@ -57,7 +57,7 @@ import pandas as pd
 
 from benchmarks import common
 from mipopt._fields import parse_options
-from mipopt.heuristics.registry import make_policy
+from mipopt.heuristics.policies import make_policy
 from mipopt.io import write_atomic
 from mipopt.simulation import simulate
 from mipopt.workloads import alibaba_trace

@@ -51,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks import common
-from mipopt.heuristics.registry import make_policy
+from mipopt.heuristics.policies import make_policy
 from mipopt.io import write_atomic
 from mipopt.simulation import simulate
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace

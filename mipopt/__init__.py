@@ -37,7 +37,7 @@ _EXPORTS = {
     "plan_migration": "mipopt.migrate",
     "sweep": "mipopt.registry",
     "simulate": "mipopt.simulation.engine",
-    "make_policy": "mipopt.heuristics.registry",
+    "make_policy": "mipopt.heuristics.policies",
     "compare_methods": "mipopt.compare",
     "get_model": "mipopt.catalog",
 }
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from mipopt.catalog import get_model
     from mipopt.compare import compare_methods
     from mipopt.errors import InstanceError
-    from mipopt.heuristics.registry import make_policy
+    from mipopt.heuristics.policies import make_policy
     from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
     from mipopt.io import load_instance, load_solution
     from mipopt.migrate import plan_migration

@@ -90,6 +90,17 @@ class MethodSpec:
         model = options.get("model", self.preset.get("model"))
         return WPM_OPTIONS if self.kind == "exact" and model == "wpm" else self.options
 
+    def refused(self, options: Mapping[str, Any]) -> list[str]:
+        """The names in ``options`` this method does not take, or that its name already sets.
+
+        Examples
+        --------
+        >>> get_method("mfi").refused({"seed": 1, "objective": "lex:acceptance"})
+        ['objective']
+        """
+        takes = self.takes({**self.preset, **options})
+        return [k for k in options if k in self.preset or k not in takes]
+
 
 def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, **options: Any) -> Solution:
     from mipopt.exact.driver import solve_exact
@@ -172,8 +183,8 @@ def _rule(function: str) -> Callable[..., Solution]:
 
 def _policy(spec: str) -> Callable[..., Solution]:
     def run(instance: Instance, *, seed: int = 0) -> Solution:
+        from mipopt.heuristics.policies import make_policy
         from mipopt.heuristics.policy import run_batch
-        from mipopt.heuristics.registry import make_policy
 
         return run_batch(make_policy(spec, "method"), instance, seed=seed)
 
@@ -187,7 +198,7 @@ def _exact_spec(name: str, summary: str, preset: Mapping[str, Any]) -> MethodSpe
 
 def _table() -> dict[str, MethodSpec]:
     """Every method by name, in the order the docs list them."""
-    from mipopt.heuristics.registry import make_policy, policy_names
+    from mipopt.heuristics.policies import make_policy, policy_names
 
     specs = [
         _exact_spec(
@@ -348,7 +359,7 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
     if base_name not in policies:
         known = ", ".join(table)
         raise InstanceError(path, f"unknown method {spec!r} (known: {known}, adapter(<policy>))")
-    from mipopt.heuristics.registry import make_policy
+    from mipopt.heuristics.policies import make_policy
 
     made = make_policy(policy, path)  # bad policy options fail here, naming path
     return MethodSpec(
@@ -473,16 +484,12 @@ def solve(
         }.items()
         if v is not None
     }
-    for key in given:
+    for key in spec.refused(given):
         if key in spec.preset:
             raise InstanceError(key, f"method {spec.name} sets {key} itself ({key}={spec.preset[key]!r})")
+        takes = spec.takes({**spec.preset, **given})
+        what = f"{spec.name} with model wpm" if takes is WPM_OPTIONS else spec.name
+        listed = ", ".join(o for o in takes if o not in ("stop", "deadline")) or "no options"
+        raise InstanceError(key, f"method {what} takes no {key} (it takes: {listed})")
     options = {**spec.preset, **given}
-    takes = spec.takes(options)
-    for key in given:
-        if key not in takes:
-            what = (
-                f"{spec.name} with model {options['model']}" if options.get("model") == "wpm" else spec.name
-            )
-            listed = ", ".join(o for o in takes if o not in ("stop", "deadline")) or "no options"
-            raise InstanceError(key, f"method {what} takes no {key} (it takes: {listed})")
     return spec.run(instance, **options)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mipopt.heuristics.registry import make_policy
+from mipopt.heuristics.policies import make_policy
 from mipopt.simulation import simulate
 from mipopt.workloads.fbk import fbk_trace
 from tests.bench_scripts import README, RESULTS, digest, load, read_csv, run

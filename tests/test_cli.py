@@ -34,7 +34,7 @@ def run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
 def solved(tmp_path: Path, capsys: Capsys) -> Path:
     """First fit's solution of the quickstart, written with ``--out``."""
     path = tmp_path / "quickstart.solution.json"
-    code, out, err = run(capsys, "solve", str(QUICKSTART), "--method", "first-fit", "--out", str(path))
+    code, out, err = run(capsys, "solve", str(QUICKSTART), "--method", "ff", "--out", str(path))
     assert (code, err) == (0, "")
     assert out.rstrip().endswith(f"wrote {path}")
     return path
@@ -59,11 +59,11 @@ def test_solve_bad_objective_is_one_line(capsys: Capsys) -> None:
 
 
 def test_solve_prints_a_summary(capsys: Capsys) -> None:
-    code, out, err = run(capsys, "solve", str(QUICKSTART), "--method", "first-fit")
+    code, out, err = run(capsys, "solve", str(QUICKSTART), "--method", "ff")
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == "instance 'quickstart': 2 hosts, 3 GPUs, 8 workloads"
-    assert lines[1] == "method: first-fit (hosts and GPUs in order, driver default start)"
+    assert lines[1] == "method: ff (batch)"
     assert lines[2].startswith("termination: completed, status: feasible, runtime ")
     assert OBJECTIVES in lines
     rows = {
@@ -111,19 +111,33 @@ def test_verify_broken_solution_one_line_per_violation(solved: Path, tmp_path: P
     for p in data["placements"]:
         if p["workload"] == "batch-d":
             p["gpu"] = "h1-g0"  # 4g at 0 on h1-g0, over notebook-b at 0 and infer-e at 2-3
-    data["rejected"] = []  # forget llm-f
+    data["rejected"] = []  # llm-f, not placed, is rejected all the same
+    del data["objectives"], data["metrics"]  # no claims: the rules alone
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(data))
     code, out, err = run(capsys, "verify", str(QUICKSTART), str(broken))
     assert (code, err) == (1, "")
     assert out.splitlines() == [
-        "workload 'llm-f': neither placed nor rejected",
         "GPU 'h1-g0': 'batch-d' overlaps 'notebook-b'",
         "GPU 'h1-g0': 'infer-e' overlaps 'batch-d'",
         "GPU 'h1-g0': uses 9 compute slices, has 7",  # 3 + 1 + 4 + 1
     ]
     code, out, err = run(capsys, "verify", str(QUICKSTART), str(broken), "--json")
-    assert code == 1 and json.loads(out)["valid"] is False and len(json.loads(out)["violations"]) == 4
+    assert code == 1 and json.loads(out)["valid"] is False and len(json.loads(out)["violations"]) == 3
+
+
+def test_verify_checks_claims_line_by_line(solved: Path, tmp_path: Path, capsys: Capsys) -> None:
+    data = json.loads(solved.read_text())
+    data["objectives"]["acceptance"] += 1
+    data["metrics"]["active_gpus"] = 1
+    boasting = tmp_path / "boasting.json"
+    boasting.write_text(json.dumps(data))
+    code, out, err = run(capsys, "verify", str(QUICKSTART), str(boasting))
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        "objectives.acceptance: solution says 9, verifier computes 8",
+        "metrics.active_gpus: solution says 1, verifier computes 3",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -300,3 +314,36 @@ def test_solve_errors_name_the_flag_not_the_parameter(capsys: Capsys) -> None:
     assert capsys.readouterr().err == (
         "mipopt: error: --use-case: model grmu-paper takes no use case (grmu, grmu-slots and wpm do)\n"
     )
+
+
+def test_a_hand_written_solution_verifies_plans_and_is_named_by_validate(capsys: Capsys) -> None:
+    hand = str(QUICKSTART.parents[1] / "docs" / "examples" / "hand_solution.json")
+    assert run(capsys, "verify", str(QUICKSTART), hand) == (
+        0,
+        "valid: acceptance 8, hardware 6, migrations 0\n",
+        "",
+    )
+    code, out, _ = run(capsys, "plan", str(QUICKSTART), hand)
+    assert code == 0 and "new workloads created: 4" in out
+    code, out, err = run(capsys, "validate", hand)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"mipopt: error: {hand}: a solution, not an instance: check it against its instance with "
+        f"`mipopt verify INSTANCE {hand}`\n"
+    )
+
+
+def test_list_methods_and_options_a_method_does_not_take(capsys: Capsys) -> None:
+    from mipopt.registry import methods_text
+
+    assert run(capsys, "solve", "--list-methods") == (0, methods_text() + "\n", "")
+    code, _, err = run(capsys, "solve", str(QUICKSTART), "--method", "mfi", "--objective", "lex:acceptance")
+    assert (code, err) == (
+        2,
+        "mipopt: error: --objective: method mfi does not take --objective (it takes: --seed)\n",
+    )
+    code, _, err = run(capsys, "solve", str(QUICKSTART), "--model", "wpm", "--objective", "lex:acceptance")
+    assert code == 2 and err.startswith(
+        "mipopt: error: --objective: method exact with --model wpm does not take"
+    )
+    assert run(capsys, "solve")[0] == 2

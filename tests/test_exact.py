@@ -190,22 +190,21 @@ def test_time_limited_solve_returns_its_best_placement_and_says_so() -> None:
     )
 
 
-def test_cli_solves_with_every_batch_heuristic_and_policy(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_solves_with_every_heuristic_of_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
     from mipopt.cli import main
-    from mipopt.heuristics import BATCH
-    from mipopt.heuristics.registry import policy_names
     from mipopt.instance import solution_from_dict
+    from mipopt.registry import methods as registered
 
     path = INSTANCES / "fbk_fig3.json"
     inst = load_instance(path)
-    methods = [*BATCH, *(n for n in policy_names() if n != "adapter"), "adapter(mfi)"]
-    assert len(methods) == 7 + 12 + 1
+    methods = [m.name for m in registered() if m.kind == "heuristic"] + ["adapter(mfi)"]
+    assert len(methods) == 5 + 12 + 1
     for method in methods:
         capsys.readouterr()
         assert main(["solve", str(path), "--method", method, "--json"]) == 0, method
         sol = solution_from_dict(json.loads(capsys.readouterr().out))
         assert verify(inst, sol).valid, method
     assert main(["solve", str(path), "--method", "best-guess"]) == 2
-    assert "--method: unknown policy 'best-guess'" in capsys.readouterr().err
+    assert "--method: unknown method 'best-guess' (known: exact, " in capsys.readouterr().err

@@ -14,9 +14,9 @@ from mipopt.catalog import model_from_dict
 from mipopt.errors import InstanceError
 from mipopt.exact.driver import solve_exact
 from mipopt.exact.models.grmu_paper import build_grmu_paper
-from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance, load_solution
+from mipopt.registry import solve
 from mipopt.solvers import get_backend
 from mipopt.verifier import evaluate
 
@@ -169,7 +169,7 @@ def fixed_at(inst: Instance, placed: dict[str, tuple[str, int]]) -> tuple[float,
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_warm_start_of_first_fit_is_feasible(path: Path) -> None:
     inst = load_instance(path)
-    placed = first_fit(inst).placed()
+    placed = solve(inst, "ff").placed()
     o, _ = evaluate(inst, placed)
     assert fixed_at(inst, placed) == (o.acceptance, o.hardware, o.migrations)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mipopt.heuristics.registry import make_policy
+from mipopt.heuristics.policies import make_policy
 from mipopt.instance import InstanceBuilder
 from mipopt.simulation import Request, Trace, simulate
 

@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 
 from mipopt.cli import main
 from mipopt.errors import InstanceError
-from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, Objectives, Status, Termination, solution_from_dict, solution_to_dict
 from mipopt.instance.parse import DOCUMENT_KINDS, document_kind
 from mipopt.io import load_instance, load_solution, read_json
 from mipopt.migrate import plan_migration
+from mipopt.registry import solve
 from mipopt.verifier import check_claims, verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -297,7 +297,7 @@ def test_claims_come_after_the_rules_and_count_every_placement(inst: Instance) -
 @settings(max_examples=30, deadline=None)
 @given(inst=instances(), data=st.data())
 def test_leaving_rejected_workloads_unlisted_changes_nothing(inst: Instance, data: st.DataObject) -> None:
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     kept = data.draw(st.lists(st.sampled_from(sol.rejected), unique=True)) if sol.rejected else []
     hand = dataclasses.replace(sol, rejected=tuple(kept))
     assert verify(inst, hand) == verify(inst, sol)
@@ -340,7 +340,7 @@ def test_minimal_round_trip(inst: Instance) -> None:
 
 
 def test_full_solution_round_trip_unchanged(inst: Instance) -> None:
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     written = solution_to_dict(sol)
     assert solution_from_dict(written) == sol
     assert solution_to_dict(solution_from_dict(json.loads(json.dumps(written)))) == written

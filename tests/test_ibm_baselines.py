@@ -13,16 +13,17 @@ from factories import GpuState, capped_a100, instances
 from hypothesis import given, settings
 
 from mipopt.cli import main
-from mipopt.heuristics import first_fit, ibm_first_fit, load_balanced
+from mipopt.heuristics import ibm_first_fit
 from mipopt.heuristics.ibm_baselines import id_key
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
 from mipopt.io import load_instance
+from mipopt.registry import solve
 from mipopt.verifier import evaluate, verify
 from mipopt.workloads.ibm import ibm_instance
 
 FIG7 = Path(__file__).resolve().parents[1] / "instances" / "ibm_fig7.json"
 Policy = Callable[[Instance], Solution]
-POLICIES: dict[str, Policy] = {"ibm-first-fit": ibm_first_fit, "load-balanced": load_balanced}
+POLICIES: dict[str, Policy] = {"ibm-first-fit": ibm_first_fit, "lb": lambda inst: solve(inst, "lb")}
 
 
 def placed(inst: Instance, sol: Solution) -> dict[str, tuple[str, int]]:
@@ -107,7 +108,7 @@ def test_load_balancing_leaves_a_4g_pending_that_first_fit_places() -> None:
     # pending state since they can only be placed at index 0"
     inst = two_empty("3g.40gb", "3g.40gb", "4g.40gb")
     ff = ibm_first_fit(inst)
-    lb = load_balanced(inst)
+    lb = solve(inst, "lb")
     # first fit: both 3g on g0 (indices 0 and 4), the 4g at g1 index 0
     assert placed(inst, ff) == {"w0": ("g0", 0), "w1": ("g0", 4), "w2": ("g1", 0)}
     # load balancing: the second 3g goes to the emptier g1, at index 0; no index 0 is left
@@ -125,7 +126,7 @@ def test_first_fit_packs_and_load_balancing_spreads() -> None:
     for k in range(3):
         b.add_workload(f"w{k}", "1g.10gb")
     inst = b.build()
-    ff, lb = ibm_first_fit(inst), load_balanced(inst)
+    ff, lb = ibm_first_fit(inst), solve(inst, "lb")
     assert placed(inst, ff) == {"w0": ("g0", 0), "w1": ("g0", 1), "w2": ("g0", 2)}
     assert placed(inst, lb) == {"w0": ("g0", 0), "w1": ("g1", 0), "w2": ("g2", 0)}
     assert (ff.metrics["active_gpus"], lb.metrics["active_gpus"]) == (1, 3)
@@ -143,7 +144,7 @@ def test_load_balancing_prefers_the_less_used_gpu_over_the_first() -> None:
     b.add_workload("n", "1g.10gb")
     inst = b.build()
     assert new_only(inst, placed(inst, ibm_first_fit(inst))) == {"n": ("g0", 0)}
-    assert new_only(inst, placed(inst, load_balanced(inst))) == {"n": ("g1", 1)}
+    assert new_only(inst, placed(inst, solve(inst, "lb"))) == {"n": ("g1", 1)}
 
 
 def test_utilization_is_a_share_of_each_gpu_not_a_count() -> None:
@@ -156,7 +157,7 @@ def test_utilization_is_a_share_of_each_gpu_not_a_count() -> None:
     b.add_workload("rb", "2g.20gb", placement=("b", 4))
     b.add_workload("n", 5)
     inst = b.build()
-    assert new_only(inst, placed(inst, load_balanced(inst))) == {"n": ("b", 0)}
+    assert new_only(inst, placed(inst, solve(inst, "lb"))) == {"n": ("b", 0)}
     assert new_only(inst, placed(inst, ibm_first_fit(inst))) == {"n": ("a", 2)}
 
 
@@ -171,7 +172,7 @@ def test_first_free_index_is_not_the_drivers_choice() -> None:
         sol = policy(inst)
         assert placed(inst, sol) == {"w": ("g0", 0)}
         assert sol.metrics["memory_waste"] == 0
-    driver = first_fit(inst)
+    driver = solve(inst, "ff")
     assert driver.placed() == {"w": ("g0", 6)} and driver.metrics["memory_waste"] == 1
 
 
@@ -206,7 +207,7 @@ def test_first_fit_goes_by_id() -> None:
 def test_load_balancing_goes_by_arrival() -> None:
     inst = ordered()
     # w10 first, to g2 (empty GPUs tie; g2's id comes first); w2 to the emptier g10; w1 to g2 again
-    assert placed(inst, load_balanced(inst)) == {"w10": ("g2", 0), "w2": ("g10", 0), "w1": ("g2", 1)}
+    assert placed(inst, solve(inst, "lb")) == {"w10": ("g2", 0), "w2": ("g10", 0), "w1": ("g2", 1)}
 
 
 # --- every rule is respected
@@ -221,7 +222,7 @@ def test_one_media_extension_per_gpu() -> None:
     inst = b.build()
     assert placed(inst, ibm_first_fit(inst)) == {"m1": ("g0", 0), "m2": ("g1", 0), "p": ("g0", 1)}
     # load balancing: m2 would go to g1 anyway; p goes to g0 (tie with g1, broken by id)
-    assert placed(inst, load_balanced(inst)) == {"m1": ("g0", 0), "m2": ("g1", 0), "p": ("g0", 1)}
+    assert placed(inst, solve(inst, "lb")) == {"m1": ("g0", 0), "m2": ("g1", 0), "p": ("g0", 1)}
 
 
 @pytest.mark.parametrize("policy", POLICIES.values(), ids=POLICIES.keys())
@@ -318,7 +319,7 @@ def test_both_match_their_definitions_and_verify(inst: Instance) -> None:
     for name, policy in POLICIES.items():
         sol = policy(inst)
         where = placed(inst, sol)
-        assert where == reference(inst, balanced=name == "load-balanced"), name
+        assert where == reference(inst, balanced=name == "lb"), name
         assert set(sol.rejected) == {w.id for w in inst.workloads} - set(where)
         assert inst.current_placement().items() <= where.items()
         assert sol.metrics["sequential_migrations"] == sol.metrics["moved_memory_slots"] == 0

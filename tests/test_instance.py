@@ -27,9 +27,9 @@ from hypothesis import given, settings
 from mipopt.catalog import get_model
 from mipopt.cli import main
 from mipopt.errors import InstanceError
-from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder, instance_from_dict, instance_to_dict
 from mipopt.io import load_instance
+from mipopt.registry import solve
 from mipopt.verifier import verify
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
@@ -113,8 +113,8 @@ BAD: list[tuple[str, Edit, str]] = [
     # header
     (
         "wrong-format-tag",
-        put("format", "mipopt-solution"),
-        "format: must be 'mipopt-instance', got 'mipopt-solution'",
+        put("format", "mipopt-instances"),  # a solution's tag: see test_cli's hand-written solution
+        "format: must be 'mipopt-instance', got 'mipopt-instances'",
     ),
     ("format-missing", drop("format"), "format: missing required field"),
     ("unsupported-version", put("version", 2), "version: version 2 is not supported (this mipopt reads 1)"),
@@ -582,8 +582,8 @@ def test_profile_given_as_id() -> None:
     assert inst.profile_on(inst.workload("batch-d"), a100) == a100.profile("4g.20gb")
     assert inst.profile_on(inst.workload("batch-d"), h100) == h100.profile("4g.40gb")
     assert inst.profile_on(inst.workload("llm-f"), a100) is None  # gpu_models exclude it
-    named = first_fit(load_instance(QUICKSTART))
-    by_id = first_fit(inst)
+    named = solve(load_instance(QUICKSTART), "ff")
+    by_id = solve(inst, "ff")
     assert by_id.placements == named.placements
     assert verify(inst, by_id).objectives == verify(load_instance(QUICKSTART), named).objectives
 
@@ -610,7 +610,7 @@ def test_custom_model_from_info_json(capsys: pytest.CaptureFixture[str]) -> None
     assert [m.name for m in inst.custom_models] == ["Lab-A100"]
     assert inst.gpu("g0").model.slots == 8
     assert inst.gpu("g0").model.profiles == get_model("A100-40GB").profiles
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     assert {a.workload: (a.gpu, a.start) for a in sol.placements} == {
         "run": ("g0", 4),
         "lab-only": ("g0", 0),

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mipopt.geometry import reference as geo
-from mipopt.heuristics import first_fit
 from mipopt.io import load_instance, load_solution
+from mipopt.registry import solve
 from mipopt.verifier import verify
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
@@ -69,7 +69,7 @@ def test_expected_gpu_geometry(path: Path) -> None:
 def test_expected_first_fit(path: Path) -> None:
     inst = load_instance(path)
     want = expected(path)["first_fit"]
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     report = verify(inst, sol)
     assert report.valid, report.violations
     assert report.objectives.to_dict() == {k: float(v) for k, v in want["objectives"].items()}

@@ -13,9 +13,9 @@ import pytest
 
 from mipopt.catalog import builtin_models, get_model, model_from_dict
 from mipopt.errors import InstanceError
-from mipopt.heuristics import first_fit
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.migrate import Plan, plan_from_dict, plan_migration
+from mipopt.registry import solve
 from mipopt.verifier import verify_plan
 
 Spot = tuple[str, int]
@@ -335,7 +335,7 @@ def test_a_solution_is_a_target() -> None:
     b.add_workload("a", "3g.20gb", placement=("g0", 0))
     b.add_workload("n", "3g.20gb")
     instance = b.build()
-    plan = planned(instance, first_fit(instance))
+    plan = planned(instance, solve(instance, "ff"))
     assert steps(plan) == [["create n g0:4"]]
 
 

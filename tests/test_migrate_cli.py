@@ -328,7 +328,7 @@ def _swap_target(**placements: tuple[str, int]) -> dict:
             "--method: must be one of graph, exact, auto, got 'best'",
         ),
         (
-            ["solve", SWAP, "--method", "first-fit", "--semantics", "fast", "--out", "{tmp}/sol.json"],
+            ["solve", SWAP, "--method", "ff", "--semantics", "fast", "--out", "{tmp}/sol.json"],
             "--semantics: must be one of create-first, destroy-first, got 'fast'",
         ),
     ],

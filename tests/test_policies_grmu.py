@@ -13,11 +13,11 @@ from hypothesis import given, settings
 import mipopt.heuristics.grmu  # noqa: F401  (registers the policies)
 from mipopt.catalog import get_model
 from mipopt.geometry import tables_for
-from mipopt.heuristics import first_fit
 from mipopt.heuristics.grmu import HEAVY, LIGHT, POOL, Grmu, MaxExpectedCC
+from mipopt.heuristics.policies import make_policy
 from mipopt.heuristics.policy import run_batch
-from mipopt.heuristics.registry import make_policy
 from mipopt.instance import Instance, InstanceBuilder
+from mipopt.registry import solve
 from mipopt.state.cluster import Cluster
 from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
@@ -265,7 +265,7 @@ def test_batch_on_ibm_instance(spec: str, accepted: int) -> None:
 def test_ff_matches_the_batch_first_fit() -> None:
     inst = ibm_instance(16, seed=3)
     assert batch("ff", inst) == {
-        w: at for w, at in first_fit(inst).placed().items() if not inst.workload(w).running
+        w: at for w, at in solve(inst, "ff").placed().items() if not inst.workload(w).running
     }
 
 

@@ -13,10 +13,9 @@ import pytest
 import mipopt.heuristics.mfi  # noqa: F401  (registers the policies)
 from mipopt.catalog import get_model
 from mipopt.geometry import tables_for
-from mipopt.heuristics.ibm_baselines import load_balanced
 from mipopt.heuristics.mfi import best_index
+from mipopt.heuristics.policies import make_policy
 from mipopt.heuristics.policy import run_batch
-from mipopt.heuristics.registry import make_policy
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.state.cluster import Cluster
 from mipopt.verifier import verify
@@ -146,7 +145,3 @@ def test_batch_solutions_pass_the_verifier(
     assert report.objectives.acceptance == acceptance
     assert len(solution.placed()) == placed  # of 17 running and 11 new
     assert report.objectives.migrations == 0
-
-
-def test_online_lb_is_the_batch_load_balancing_baseline(snapshot: Instance) -> None:
-    assert run_batch(make_policy("lb"), snapshot).placed() == load_balanced(snapshot).placed()

@@ -9,9 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mipopt.heuristics import first_fit
 from mipopt.instance import instance_to_dict, solution_to_dict
 from mipopt.io import load_instance
+from mipopt.registry import solve
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
@@ -73,7 +73,7 @@ INSTANCE_FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswi
 def test_written_files_match_schema(path: Path, validators: dict) -> None:
     inst = load_instance(path)
     assert list(validators["instance"].iter_errors(instance_to_dict(inst))) == []
-    assert list(validators["solution"].iter_errors(solution_to_dict(first_fit(inst)))) == []
+    assert list(validators["solution"].iter_errors(solution_to_dict(solve(inst, "ff")))) == []
 
 
 @pytest.mark.parametrize(

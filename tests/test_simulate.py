@@ -108,7 +108,7 @@ def test_bad_traces_are_rejected() -> None:
 @pytest.mark.parametrize("spec", ["ff", "bf", "mcc", "mecc", "grmu", "grmu:consolidation=5", "ff-agnostic", "rr",
                                   "bf-bi", "wf-bi", "mfi", "lb", "ibm-initial", "adapter(mfi)"])  # fmt: skip
 def test_every_policy_keeps_every_state_valid(spec: str) -> None:
-    from mipopt.heuristics.registry import make_policy
+    from mipopt.heuristics.policies import make_policy
     from mipopt.workloads import fbk_trace
 
     t = fbk_trace(gpus=6, distribution="skew-big", seed=3, slots=80)

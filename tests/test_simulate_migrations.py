@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from mipopt.heuristics.grmu import Grmu
-from mipopt.heuristics.registry import make_policy
+from mipopt.heuristics.policies import make_policy
 from mipopt.instance import InstanceBuilder
 from mipopt.migrate.execute import PLAN_COUNTS, execute
 from mipopt.simulation import Request, Trace, simulate

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mipopt.errors import InstanceError
-from mipopt.heuristics.registry import make_policy, policy_names
+from mipopt.heuristics.policies import make_policy, policy_names
 from mipopt.simulation import simulate
 from mipopt.simulation.runs import make_trace
 from tests.factories import write_alibaba_csvs
@@ -85,8 +85,8 @@ def test_poisson_spec_options() -> None:
 
 
 def test_the_registry_table_names_each_policy_by_its_own_name() -> None:
-    """The explicit table (mipopt.heuristics.registry.POLICIES) and the classes agree on every name."""
-    from mipopt.heuristics.registry import POLICIES
+    """The explicit table (mipopt.heuristics.policies.POLICIES) and the classes agree on every name."""
+    from mipopt.heuristics.policies import POLICIES
 
     assert sorted(POLICIES) == policy_names()
     for name, factory in POLICIES.items():

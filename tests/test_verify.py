@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from mipopt.catalog import GpuModel, Profile, get_model, model_from_dict
 from mipopt.geometry import reference as geo
-from mipopt.heuristics import first_fit
 from mipopt.instance import (
     Assignment,
     Instance,
@@ -25,6 +24,7 @@ from mipopt.instance import (
     Termination,
 )
 from mipopt.io import load_instance
+from mipopt.registry import solve
 from mipopt.verifier import evaluate, verify
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
@@ -624,7 +624,7 @@ def test_verify_rejects_every_single_rule_mutation(inst: Instance, data: st.Data
     Every kind applies to about a third of the drawn instances or more, so each is met many
     times per run; the hand-made cases above pin each rule deterministically.
     """
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     assert verify(inst, sol).valid
     for kind, mutate in MUTATIONS.items():
         mutant = mutate(inst, sol, data)
@@ -682,7 +682,7 @@ def reference_first_fit(inst: Instance) -> dict[str, tuple[str, int]]:
 @settings(max_examples=80, deadline=None)
 @given(instances())
 def test_first_fit_matches_its_definition_and_verifies(inst: Instance) -> None:
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     report = verify(inst, sol)
     assert report.valid, report.violations
     placed = {a.workload: (a.gpu, a.start) for a in sol.placements}
@@ -693,11 +693,11 @@ def test_first_fit_matches_its_definition_and_verifies(inst: Instance) -> None:
     assert report.objectives.migrations == 0
     assert set(sol.rejected) == {w.id for w in inst.workloads} - set(placed)
     assert (sol.termination, sol.status) == (Termination.COMPLETED, Status.FEASIBLE)
-    assert sol.method.startswith("first-fit")
+    assert sol.method == "ff (batch)"
 
 
 def _first_fit_placed(inst: Instance) -> dict[str, tuple[str, int]]:
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     assert verify(inst, sol).valid
     return {a.workload: (a.gpu, a.start) for a in sol.placements}
 
@@ -708,7 +708,7 @@ def test_first_fit_driver_default_order() -> None:
     b.add_host("h1", {"g0": "A100-40GB"})
     for k in range(8):
         b.add_workload(f"w{k}", "1g.5gb")
-    sol = first_fit(b.build())
+    sol = solve(b.build(), "ff")
     assert [a.start for a in sol.placements] == [6, 4, 5, 0, 1, 2, 3]
     assert sol.rejected == ("w7",)
 
@@ -766,14 +766,14 @@ def test_first_fit_never_moves_running_workloads() -> None:
     b.add_host("h1", {"g0": "A100-40GB"})
     b.add_workload("small", "1g.5gb", placement=("g0", 3))
     b.add_workload("full", "7g.40gb")
-    sol = first_fit(b.build())
+    sol = solve(b.build(), "ff")
     assert [(a.workload, a.gpu, a.start) for a in sol.placements] == [("small", "g0", 3)]
     assert sol.rejected == ("full",)
 
 
 def test_first_fit_quickstart() -> None:
     inst = load_instance(QUICKSTART)
-    sol = first_fit(inst)
+    sol = solve(inst, "ff")
     report = verify(inst, sol)
     assert report.valid
     assert {a.workload: (a.gpu, a.start) for a in sol.placements} == {

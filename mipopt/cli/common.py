@@ -17,6 +17,7 @@ from mipopt.catalog import GpuModel, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
 from mipopt.io import load_instance, load_solution
+from mipopt.registry import EXACT_MODELS
 
 if TYPE_CHECKING:
     from mipopt.exact.sweep import SweepProgress
@@ -44,6 +45,9 @@ FLAGS = {
     "workload": "--workload",
     "semantics": "--semantics",
     "max_points": "--max-points",
+    "seed": "--seed",
+    "gap": "--gap",
+    "warm_start": "--warm-start",
 }
 
 
@@ -175,7 +179,6 @@ non_negative = _number(int, "non-negative", lambda v: v >= 0)
 
 
 #: mipopt.exact.models.MODELS' names (a test keeps them equal; importing it here would load Pyomo).
-MODEL_NAMES = ("grmu", "grmu-slots", "grmu-paper")
 SOLVER_NAMES = ("highs", "cpsat")
 
 
@@ -189,7 +192,7 @@ def solver_arguments(p: argparse.ArgumentParser, *, time_limit: str, wpm: bool =
     p.add_argument(
         "--model",
         default="grmu",
-        choices=[*MODEL_NAMES, *(["wpm"] if wpm else [])],
+        choices=[m for m in EXACT_MODELS if wpm or m != "wpm"],
         help="formulation: grmu, the configuration model with staged proofs (default); grmu-slots, the "
         "tight model over start slots; grmu-paper, Eqs. 3-26 as printed"
         + ("; wpm, IBM's profit MIP (see --use-case)" if wpm else ""),

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from mipopt.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    FLAGS,
     BadInput,
     flagged,
-    instance_argument,
     num,
     print_json,
     print_written,
@@ -34,19 +34,23 @@ OUTPUT_S_PER_WORKLOAD = 2e-5
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("solve", help="place the new workloads of an instance")
-    instance_argument(p)
+    p.add_argument("instance", nargs="?", help="an instance JSON file (see docs/formats.md)")
     p.add_argument(
         "--method",
         default="exact",
-        help="exact: a MIP model proven optimal (default); first-fit: hosts and GPUs in order, driver default "
-        "start; ibm-first-fit, load-balanced: the IBM WPM baselines (GPUs and workloads by id / least utilized "
-        "GPU first, arrival order; first free index from 0); ibm-initial, ibm-compaction, ibm-reconfiguration: "
-        "the IBM WPM rule-based heuristics (section 4.2); any online policy of `mipopt simulate` "
-        "(mfi, ff, grmu, adapter(ff), ...) placing the new workloads in file order",
+        help="a name of --list-methods (default: exact, a MIP model proven optimal): an IBM rule "
+        "(ibm-initial, ...) or any online policy placing the new workloads in file order (ff, mfi, "
+        "grmu:heavy=0.3, adapter(ff), ...)",
+    )
+    p.add_argument(
+        "--list-methods",
+        action="store_true",
+        help="print every method, its kind, options and summary, and exit",
     )
     solver_arguments(
         p, time_limit="seconds for the whole command: reading, building, every stage, writing", wpm=True
     )
+    p.set_defaults(model=None, solver=None, seed=None)  # unset: the method's own default, and not refused
     p.add_argument(
         "--use-case",
         choices=["initial", "compaction", "reconfiguration", "joint"],
@@ -55,8 +59,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument(
         "--objective",
-        default="lex:acceptance,hardware,migrations",
-        help="lex:NAME[@TOL],... or weighted:W1,W2,W3[,W4] (default: %(default)s)",
+        help="lex:NAME[@TOL],... or weighted:W1,W2,W3[,W4] (default: lex:acceptance,hardware,migrations)",
     )
     p.add_argument(
         "--gap",
@@ -87,10 +90,30 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    from mipopt import registry
+
+    if args.list_methods:
+        print(registry.methods_text())
+        return EXIT_OK
+    if args.instance is None:
+        raise BadInput("solve: an instance file is needed (or --list-methods)")
+    try:
+        spec = registry.get_method(args.method, "--method")
+    except InstanceError as err:
+        raise BadInput(flagged(err)) from None
+    given = {k: v for k, v in _options(args).items() if v is not None}
+    refused = spec.refused(given)
+    if refused:
+        takes = (
+            ", ".join(FLAGS[k] for k in spec.takes(given) if k in FLAGS and k != "warm_start") or "no options"
+        )
+        flag = FLAGS[refused[0]]
+        what = f"{args.method} with --model wpm" if given.get("model") == "wpm" else args.method
+        raise BadInput(f"{flag}: method {what} does not take {flag} (it takes: {takes})")
     if args.plan or args.semantics != DEFAULT_SEMANTICS:  # the check loads the planners (networkx)
         check_plan_options(args.semantics, "graph")
     inst = read_instance(args.instance)
-    sol = _solve_exact(inst, args) if args.method == "exact" else _solve_heuristic(inst, args)
+    sol = _solve(inst, spec.name, given, args) if spec.kind == "exact" else _call(inst, spec.name, given)
     plan = plan_to(inst, sol, "--plan", args.semantics, "graph", None) if args.plan else None
     if args.out:
         write_json(args.out, solution_to_dict(sol))
@@ -99,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(solution_to_dict(sol))
     else:
-        print(sol.summary(inst, joint=args.method == "exact" and args.use_case in (None, "joint")))
+        print(sol.summary(inst, joint=spec.kind == "exact" and args.use_case in (None, "joint")))
         if plan is not None:
             from mipopt.render.plan import plan_text
 
@@ -111,58 +134,41 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _solve_heuristic(inst: Instance, args: argparse.Namespace) -> Solution:
-    """A batch heuristic, or an online policy placing the new workloads in file order."""
-    from mipopt.heuristics import BATCH
+def _options(args: argparse.Namespace) -> dict[str, object]:
+    """The options of :func:`mipopt.solve` the flags set (None: not given)."""
+    return {
+        "model": args.model,
+        "solver": args.solver,
+        "objective": args.objective,
+        "use_case": args.use_case,
+        "time_limit_s": args.time_limit,
+        "threads": args.threads,
+        "seed": args.seed,
+        "gap": args.gap,
+    }
 
-    if args.method in BATCH:
-        return BATCH[args.method](inst)
-    from mipopt.heuristics.policy import run_batch
-    from mipopt.heuristics.registry import make_policy
+
+def _call(inst: Instance, method: str, options: dict[str, object]) -> Solution:
+    from mipopt import registry
 
     try:
-        return run_batch(make_policy(args.method, "--method"), inst, seed=args.seed or 0)
-    except InstanceError as err:
+        return registry.solve(inst, method, **options)  # type: ignore[arg-type]
+    except ValueError as err:  # the library names its parameters (InstanceError too); say the flag
         raise BadInput(flagged(err)) from None
 
 
-def _solve_exact(inst: Instance, args: argparse.Namespace) -> Solution:
+def _solve(inst: Instance, method: str, options: dict[str, object], args: argparse.Namespace) -> Solution:
     """An exact solve under one deadline; Ctrl-C stops it and keeps the best placement found."""
-    from mipopt.exact.driver import solve_exact
-    from mipopt.registry import default_portfolio
-    from mipopt.solvers import SolverOptions
     from mipopt.solvers.stop import catch_sigint
 
+    control: dict[str, object] = {}
     # the limit holds for the whole command: reading the instance and writing the answer count too
-    deadline = None
     if args.time_limit is not None:
-        deadline = args.started + args.time_limit - OUTPUT_S_PER_WORKLOAD * len(inst.workloads)
+        control["deadline"] = args.started + args.time_limit - OUTPUT_S_PER_WORKLOAD * len(inst.workloads)
+    if wants_progress(args) and args.model != "wpm":
+        control["progress"] = _print_stage
     with catch_sigint() as stop:
-        try:
-            options = SolverOptions(
-                time_limit_s=args.time_limit,
-                threads=args.threads,
-                seed=args.seed,
-                mip_rel_gap=args.gap,
-                stop=stop,
-                deadline=deadline,
-            )
-            if args.model == "wpm":
-                from mipopt.exact.wpm.solve import solve_wpm
-
-                return solve_wpm(inst, use_case=args.use_case or "joint", solver=args.solver, options=options)
-            return solve_exact(
-                inst,
-                model=args.model,
-                solver=args.solver,
-                objective=args.objective,
-                options=options,
-                use_case=args.use_case,
-                portfolio=default_portfolio(),  # the warm start: the fast heuristics' best placement
-                progress=_print_stage if wants_progress(args) else None,
-            )
-        except ValueError as err:  # the library names its parameters (InstanceError too); say the flag
-            raise BadInput(flagged(err)) from None
+        return _call(inst, method, {**options, **control, "stop": stop})
 
 
 def _print_stage(event: StageEvent) -> None:

@@ -47,8 +47,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mipopt.exact.sweep import DEFAULT_MAX_POINTS, parse_objectives, sweep
-    from mipopt.registry import default_portfolio
+    from mipopt.exact.sweep import DEFAULT_MAX_POINTS, parse_objectives
+    from mipopt.registry import sweep
     from mipopt.solvers import SolverOptions
 
     if args.out_dir and (args.csv or args.png):
@@ -74,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
                 objectives=objectives,
                 options=options,
                 progress=bar if bar.enabled else None,
-                portfolio=default_portfolio(),  # each point seeded with the fast heuristics
                 max_points=DEFAULT_MAX_POINTS if args.max_points is None else args.max_points,
             )
         except ValueError as err:  # InstanceError too

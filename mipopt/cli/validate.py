@@ -1,10 +1,17 @@
-"""``mipopt validate``: check an instance file."""
+"""``mipopt validate``: check an instance file (and say what another mipopt document is)."""
 
 from __future__ import annotations
 
 import argparse
 
-from mipopt.cli.common import EXIT_OK, instance_argument, read_instance
+from mipopt.cli.common import EXIT_OK, BadInput, instance_argument, read_instance
+
+#: What to run on a mipopt document that is not an instance.
+OTHER_DOCUMENTS = {
+    "solution": "a solution, not an instance: check it against its instance with "
+    "`mipopt verify INSTANCE {path}`",
+    "plan": "a migration plan, not an instance: plans are checked when `mipopt plan` writes them",
+}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -14,6 +21,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    from mipopt.errors import InstanceError
+    from mipopt.instance.parse import document_kind
+    from mipopt.io import read_json
+
+    try:
+        kind = document_kind(read_json(args.instance))
+    except InstanceError:
+        kind = None  # not JSON: read_instance says so, naming the position
+    if kind in OTHER_DOCUMENTS:
+        raise BadInput(f"{args.instance}: {OTHER_DOCUMENTS[kind].format(path=args.instance)}")
     inst = read_instance(args.instance)
     print(
         f"{args.instance}: valid instance {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs, "

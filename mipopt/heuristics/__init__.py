@@ -1,30 +1,18 @@
-"""Placement heuristics, batch and (later) online, deciding through the geometry tables."""
+"""Placement heuristics: IBM's batch rules and the online policies, deciding through the geometry
+tables.
 
-from collections.abc import Callable
+* :mod:`~mipopt.heuristics.ibm_rules`, :mod:`~mipopt.heuristics.ibm_baselines`: IBM WPM's
+  rule-based heuristics and its first-fit baseline, batch;
+* :mod:`~mipopt.heuristics.policy`: the online :class:`~mipopt.heuristics.policy.Policy` interface
+  and :func:`~mipopt.heuristics.policy.run_batch` (any policy in batch);
+* :mod:`~mipopt.heuristics.grmu`, :mod:`~mipopt.heuristics.mfi`, :mod:`~mipopt.heuristics.adapter`:
+  the policies of the GRMU, MFI and IBM papers and MIG-Adapter;
+* :mod:`~mipopt.heuristics.policies`: the table of policies by name (:func:`make_policy`).
 
-from mipopt.heuristics.first_fit import first_fit
-from mipopt.heuristics.ibm_baselines import ibm_first_fit, load_balanced
+Which code a method name means, batch or online, is :mod:`mipopt.registry`'s table.
+"""
+
+from mipopt.heuristics.ibm_baselines import ibm_first_fit
 from mipopt.heuristics.ibm_rules import ibm_compaction, ibm_initial, ibm_joint, ibm_reconfiguration
-from mipopt.instance import Instance, Solution
 
-#: Batch heuristics by their ``mipopt solve --method`` name.
-BATCH: dict[str, Callable[[Instance], Solution]] = {
-    "first-fit": first_fit,
-    "ibm-first-fit": ibm_first_fit,
-    "load-balanced": load_balanced,
-    "ibm-initial": ibm_initial,
-    "ibm-compaction": ibm_compaction,
-    "ibm-reconfiguration": ibm_reconfiguration,
-    "ibm-joint": ibm_joint,
-}
-
-__all__ = [
-    "BATCH",
-    "first_fit",
-    "ibm_compaction",
-    "ibm_first_fit",
-    "ibm_initial",
-    "ibm_joint",
-    "ibm_reconfiguration",
-    "load_balanced",
-]
+__all__ = ["ibm_compaction", "ibm_first_fit", "ibm_initial", "ibm_joint", "ibm_reconfiguration"]

@@ -1,4 +1,4 @@
-"""The IBM WPM paper's two baselines (Turkkan et al., section 5.1), as batch policies.
+"""The IBM WPM paper's two baselines (Turkkan et al., section 5.1).
 
 * **first-fit**: "sorts GPUs and workloads by their respective IDs, and then assigns
   each workload to the available partitions on the ordered set of GPUs by starting
@@ -6,8 +6,9 @@
 * **resource-based dynamic load balancing**: "sorts the GPUs by their total compute
   and memory slice utilization in the ascending order. Then, it processes each
   workload in the order of which they are received and assigns them to the
-  available partitions on the ordered set of GPUs, starting from index 0"
-  (:func:`load_balanced`).
+  available partitions on the ordered set of GPUs, starting from index 0":
+  the online policy ``lb`` (:class:`mipopt.heuristics.mfi.LoadBalanced`), which in batch
+  (``mipopt.solve(instance, "lb")``) is this baseline: new workloads arrive in instance order.
 
 Both "check the feasibility of the placement decisions at each step": a workload
 goes only to a legal start whose slots are free (the geometry tables), below its
@@ -19,7 +20,7 @@ paper's initial-deployment runs of these baselines.
 How mipopt reads what the paper leaves open:
 
 * "index 0 upwards": among the legal free starts, the lowest; unlike
-  :func:`mipopt.heuristics.first_fit`, not the driver's preferred start;
+  GRMU's first fit (the policy ``ff``), not the driver's preferred start;
 * "by their respective IDs": ids in natural order (digit runs compared as numbers,
   so ``g2`` comes before ``g10``); for ids whose numbers have equal widths, as
   the IBM generator writes them, this is plain string order;
@@ -38,12 +39,9 @@ from mipopt.heuristics.base import completed
 from mipopt.instance import Instance, Solution
 from mipopt.state.cluster import Cluster, id_key
 
-__all__ = ["ibm_first_fit", "id_key", "load_balanced"]
+__all__ = ["ibm_first_fit", "id_key"]
 
 METHOD_FIRST_FIT = "ibm-first-fit (GPUs and workloads by id, first free index from 0)"
-METHOD_LOAD_BALANCED = (
-    "load-balanced (GPUs by ascending slice utilization, workloads in arrival order, first free index from 0)"
-)
 
 
 def ibm_first_fit(instance: Instance) -> Solution:
@@ -66,29 +64,3 @@ def ibm_first_fit(instance: Instance) -> Solution:
         if (at := cluster.first_in_order(w, balanced=False)) is not None:
             cluster.place(w, *at)
     return completed(instance, cluster.placed, METHOD_FIRST_FIT, t0)
-
-
-def load_balanced(instance: Instance) -> Solution:
-    """The IBM resource-based load-balancing baseline.
-
-    New workloads in arrival (instance) order; each goes to the least utilized GPU
-    (joint slice utilization, recomputed after every placement, ties by id) that
-    has a free legal index for it, at the lowest such index.
-
-    Parameters
-    ----------
-    instance
-        Running workloads stay where they are; new ones are placed or left pending.
-
-    Returns
-    -------
-    Solution
-        ``termination`` completed, ``status`` feasible; new workloads that fit
-        nowhere are listed as rejected.
-    """
-    t0 = time.perf_counter()
-    cluster = Cluster(instance)
-    for w in instance.new:
-        if (at := cluster.first_in_order(w, balanced=True)) is not None:
-            cluster.place(w, *at)
-    return completed(instance, cluster.placed, METHOD_LOAD_BALANCED, t0)

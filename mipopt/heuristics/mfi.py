@@ -278,7 +278,7 @@ class LoadBalanced(Policy):
 
     Section 5.1, per arrival: among GPUs with a legal start, the lowest joint slice
     utilization ``(s_m + s_c) / (S_m + S_c)`` (ties by GPU id), at its lowest legal
-    start; the rule of :func:`mipopt.heuristics.ibm_baselines.load_balanced`.
+    start; the IBM baseline of :mod:`mipopt.heuristics.ibm_baselines`.
     """
 
     name = "lb"

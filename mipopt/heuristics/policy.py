@@ -7,8 +7,8 @@ rejected (:meth:`Policy.on_reject`, e.g. GRMU's defragmentation, MIG-Adapter's
 borrowing), after a departure (:meth:`Policy.on_departure`, e.g. MIG-Adapter's return)
 and every ``tick`` time units (:meth:`Policy.on_tick`, e.g. GRMU's consolidation).
 
-Policies are made by name by :func:`mipopt.heuristics.registry.make_policy`, which reads
-the one table of names (:data:`mipopt.heuristics.registry.POLICIES`); this module is the
+Policies are made by name by :func:`mipopt.heuristics.policies.make_policy`, which reads
+the one table of names (:data:`mipopt.heuristics.policies.POLICIES`); this module is the
 base the policy modules build on, below that table.
 """
 
@@ -34,7 +34,7 @@ class Policy:
     Attributes
     ----------
     name
-        The policy's name as :func:`mipopt.heuristics.registry.make_policy` knows it (with its options).
+        The policy's name as :func:`mipopt.heuristics.policies.make_policy` knows it (with its options).
     tick
         Interval between :meth:`on_tick` calls in the trace's time unit, or None.
     """

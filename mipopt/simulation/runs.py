@@ -18,7 +18,7 @@ import pandas as pd
 
 from mipopt._fields import parse_options
 from mipopt.errors import InstanceError
-from mipopt.heuristics.registry import make_policy
+from mipopt.heuristics.policies import make_policy
 from mipopt.io import write_atomic
 from mipopt.simulation.engine import simulate
 from mipopt.workloads.trace import Trace

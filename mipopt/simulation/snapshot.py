@@ -13,7 +13,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from mipopt.heuristics.registry import make_policy
+from mipopt.heuristics.policies import make_policy
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.simulation.engine import simulate
 from mipopt.workloads.alibaba import alibaba_peak, alibaba_trace
