@@ -18,6 +18,10 @@ from hypothesis import strategies as st
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.instance import Instance, InstanceBuilder
 
+#: The checkout, and its committed instances (tests read them in place).
+ROOT = Path(__file__).resolve().parents[1]
+INSTANCES = ROOT / "instances"
+
 MODELS: tuple[GpuModel, ...] = tuple(builtin_models().values())
 CPU = (0, 2, 4, 8, 16)
 RAM_GB = (0, 16, 32, 64)
@@ -209,3 +213,30 @@ def proven_triple(inst: Instance, model: str, solver: str = "highs") -> tuple[fl
     assert (sol.termination, sol.status) == (Termination.OPTIMAL, Status.OPTIMAL), sol.message
     o = report.objectives
     return (o.acceptance, o.hardware, o.migrations)
+
+
+# --- a node of IBM WPM Figs. 4 and 5, shared by the verifier and the IBM rule tests
+
+
+def ibm_fig4() -> Instance:
+    """A node consistent with the text of IBM's Figs. 4 and 5 (the figures are not in the text).
+
+    gpu1: w1 2g.20gb at 0, w2 1g.20gb at 2 (one compute, two slots: a stranded compute slice);
+    gpu2: w3 4g.40gb at 0, w4 and w5 1g.10gb at 4 and 5; gpu3: w6 3g.40gb at 0 (a stranded
+    compute slice), w7 1g.10gb at 4; gpu4 and gpu5 free. "13 slices out of 21" compute and "15
+    out of 24" memory used, "2 wasted compute slices (w_2 and w_6 being the culprits)"; gpu1 "has
+    availability for 3g.40gb" (slots 4-7) and gpu2 for "1g.20gb" (slots 6-7).
+    """
+    b = InstanceBuilder("ibm_fig4")
+    b.add_host("node", {f"gpu{k}": "A100-80GB" for k in range(1, 6)})
+    b.add_workload("w1", "2g.20gb", placement=("gpu1", 0))
+    b.add_workload("w2", "1g.20gb", placement=("gpu1", 2))
+    b.add_workload("w3", "4g.40gb", placement=("gpu2", 0))
+    b.add_workload("w4", "1g.10gb", placement=("gpu2", 4))
+    b.add_workload("w5", "1g.10gb", placement=("gpu2", 5))
+    b.add_workload("w6", "3g.40gb", placement=("gpu3", 0))
+    b.add_workload("w7", "1g.10gb", placement=("gpu3", 4))
+    return b.build()
+
+
+FIG4_COMPACTED = {"w6": ("gpu1", 4), "w7": ("gpu2", 6)}  # gpu3 vacated into the free partitions

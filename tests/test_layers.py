@@ -10,8 +10,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mipopt"
 
 #: Bottom up: each layer's top-level names under ``mipopt`` ("" is the package root, the public API).

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from factories import ROOT
 
 
 def quick_start_commands() -> list[str]:

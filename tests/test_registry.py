@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 import mipopt
 from mipopt.errors import InstanceError
 from mipopt.registry import get_method, methods, methods_text
-
-ROOT = Path(__file__).resolve().parents[1]
-FBK = mipopt.load_instance(ROOT / "instances" / "fbk_fig3.json")
 
 
 def test_docs_hold_the_table() -> None:
@@ -29,9 +26,9 @@ def test_names_are_unique_and_kinds_are_two() -> None:
 
 
 @pytest.mark.parametrize("name", [m.name for m in methods() if m.kind == "heuristic"] + ["adapter(mfi)"])
-def test_every_heuristic_gives_a_verified_solution(name: str) -> None:
-    sol = mipopt.solve(FBK, name)
-    assert mipopt.verify(FBK, sol).valid, name
+def test_every_heuristic_gives_a_verified_solution(name: str, fbk_fig3: mipopt.Instance) -> None:
+    sol = mipopt.solve(fbk_fig3, name)
+    assert mipopt.verify(fbk_fig3, sol).valid, name
     assert sol.status is mipopt.Status.FEASIBLE
 
 
@@ -58,33 +55,35 @@ def test_every_heuristic_gives_a_verified_solution(name: str) -> None:
         ("exact", {"model": "tight"}, "model: unknown model 'tight'"),
     ],
 )
-def test_an_option_a_method_does_not_take_is_an_error(method: str, options: dict, message: str) -> None:
+def test_an_option_a_method_does_not_take_is_an_error(
+    method: str, options: dict, message: str, fbk_fig3: mipopt.Instance
+) -> None:
     with pytest.raises(InstanceError) as info:
-        mipopt.solve(FBK, method, **options)
+        mipopt.solve(fbk_fig3, method, **options)
     assert str(info.value).startswith(message)
 
 
-def test_options_in_the_name_are_the_options_of_the_call() -> None:
-    by_name = mipopt.solve(FBK, "exact:model=grmu-slots,objective=lex:acceptance,hardware")
-    by_call = mipopt.solve(FBK, model="grmu-slots", objective="lex:acceptance,hardware")
+def test_options_in_the_name_are_the_options_of_the_call(fbk_fig3: mipopt.Instance) -> None:
+    by_name = mipopt.solve(fbk_fig3, "exact:model=grmu-slots,objective=lex:acceptance,hardware")
+    by_call = mipopt.solve(fbk_fig3, model="grmu-slots", objective="lex:acceptance,hardware")
     assert by_name.objectives == by_call.objectives
     assert by_name.method == by_call.method == "grmu-slots / highs, lex:acceptance,hardware"
     assert get_method("exact:model=wpm").takes({}) == get_method("exact").takes({"model": "wpm"})
 
 
-def test_exact_initial_keeps_running_workloads_home() -> None:
-    sol = mipopt.solve(FBK, "exact-initial")
+def test_exact_initial_keeps_running_workloads_home(fbk_fig3: mipopt.Instance) -> None:
+    sol = mipopt.solve(fbk_fig3, "exact-initial")
     assert (
-        mipopt.verify(FBK, sol).metrics["moves_inter_gpu"]
-        + mipopt.verify(FBK, sol).metrics["moves_inter_host"]
+        mipopt.verify(fbk_fig3, sol).metrics["moves_inter_gpu"]
+        + mipopt.verify(fbk_fig3, sol).metrics["moves_inter_host"]
         == 0
     )
     assert sol.status is mipopt.Status.OPTIMAL
 
 
-def test_a_given_warm_start_must_verify() -> None:
-    ff = mipopt.solve(FBK, "ff")
-    assert mipopt.solve(FBK, warm_start=ff).objectives == mipopt.solve(FBK).objectives
+def test_a_given_warm_start_must_verify(fbk_fig3: mipopt.Instance) -> None:
+    ff = mipopt.solve(fbk_fig3, "ff")
+    assert mipopt.solve(fbk_fig3, warm_start=ff).objectives == mipopt.solve(fbk_fig3).objectives
     broken = ff.__class__(**{**{f: getattr(ff, f) for f in ff.__slots__}, "placements": ff.placements * 2})
     with pytest.raises(InstanceError, match=r"^warm_start: not a valid placement of fbk_fig3: "):
-        mipopt.solve(FBK, warm_start=broken)
+        mipopt.solve(fbk_fig3, warm_start=broken)

@@ -140,7 +140,7 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
         Any valid instance; GPU models may differ between GPUs and hosts.
     big_m
         Override B. Only to show what a B below the smallest valid value does: it cuts
-        off feasible placements (``tests/test_grmu_paper.py``).
+        off feasible placements (``tests/exact/test_grmu_paper.py``).
 
     Returns
     -------

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
-from factories import instances, proven_triple
+from factories import INSTANCES, instances, proven_triple
 from hypothesis import HealthCheck, given, settings
 
 from mipopt.catalog import get_model
@@ -20,7 +20,6 @@ from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verifier import solution_for, verify
 from mipopt.workloads import ibm_instance
 
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
 
 

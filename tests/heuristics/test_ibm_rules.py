@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-from factories import instances
+from factories import FIG4_COMPACTED, INSTANCES, ibm_fig4, instances
 from hypothesis import given, settings
-from test_verify import FIG4_COMPACTED, ibm_fig4
 
 from mipopt.cli import main
 from mipopt.exact.wpm.solve import solve_wpm
@@ -20,7 +18,6 @@ from mipopt.io import load_instance
 from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
 
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 Policy = Callable[[Instance], Solution]
 POLICIES: dict[str, Policy] = {
     "initial": ibm_initial,

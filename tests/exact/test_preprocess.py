@@ -27,7 +27,7 @@ from mipopt.geometry import preference_order
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.io import load_instance
 
-QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
+QUICKSTART = Path(__file__).resolve().parents[2] / "instances" / "quickstart.json"
 A100_80 = get_model("A100-80GB")
 
 

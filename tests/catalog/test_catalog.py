@@ -18,7 +18,7 @@ from mipopt.catalog import GpuModel, builtin_models, get_model, model_from_dict
 from mipopt.cli import main
 from mipopt.errors import InstanceError
 
-SHARED_JSON = Path(__file__).parents[1].parent / "shared/mig/mig_profiles.json"
+SHARED_JSON = Path(__file__).parents[2].parent / "shared/mig/mig_profiles.json"
 
 # --- the README tables, one row per profile: name, ID, C, M, N, memory_gb (from the name), -lgipp text
 

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
-from factories import instances
+from factories import INSTANCES, instances
 from hypothesis import HealthCheck, given, settings
 
 from mipopt.errors import InstanceError
@@ -16,7 +16,6 @@ from mipopt.io import load_instance
 from mipopt.registry import solve
 from mipopt.verifier import verify
 
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
 
 # Lexicographic optima (acceptance, hardware, migrations), checked by hand:

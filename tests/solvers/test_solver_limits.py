@@ -1,6 +1,6 @@
 """The solver layer under limits, interrupts and gaps: what each backend promises and keeps.
 
-Models come from :mod:`tests.test_solvers` (built there, optima proven here by a solve with gap 0).
+Models come from tests/solver_models.py (built there, optima proven here by a solve with gap 0).
 Timings are asserted only with generous margins; the overshoot targets live in the issue's
 measurements, not here.
 """
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
+from solver_models import BACKENDS, PROOF, knapsack, multi_knapsack
 
 from mipopt.instance import Status, Termination
 from mipopt.solvers import (
@@ -36,7 +37,6 @@ from mipopt.solvers import (
 )
 from mipopt.solvers import highs as highs_module
 from mipopt.solvers.stop import Limits, run_watched
-from tests.test_solvers import BACKENDS, PROOF, knapsack, multi_knapsack
 
 # A 400-item, 5-resource knapsack: neither backend proves it in minutes, both find solutions at once.
 HARD = {"seed": 1, "n": 400, "k": 5}
@@ -346,7 +346,7 @@ def test_a_plain_ctrl_c_is_a_prompt_keyboard_interrupt(backend):
 _AFTER_CPSAT = """
 import os, signal, sys, time
 sys.path.insert(0, {root!r})
-from tests.test_solvers import PROOF, knapsack
+from solver_models import PROOF, knapsack
 from mipopt.solvers import CpSatBackend
 
 seen = []
@@ -361,7 +361,7 @@ print("handled" if seen else "lost", flush=True)
 def test_cpsat_leaves_sigint_to_python():
     """With its default catch_sigint_signal, CP-SAT left SIGINT at SIG_DFL after a solve: the next
     Ctrl-C killed the process without a KeyboardInterrupt (exit status -2 here)."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[1])  # tests/, where solver_models is
     run = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_AFTER_CPSAT.format(root=root))],
         capture_output=True,
@@ -374,7 +374,7 @@ def test_cpsat_leaves_sigint_to_python():
 _CHILD = """
 import json, sys, time
 sys.path.insert(0, {root!r})
-from tests.test_solvers import multi_knapsack
+from solver_models import multi_knapsack
 from mipopt.solvers import HighsBackend, SolverOptions, background_solves, catch_sigint
 
 m = multi_knapsack(seed=1, n=400, k=5)
@@ -392,7 +392,7 @@ print(json.dumps(out), flush=True)
 
 def test_ctrl_c_in_a_child_process_ends_it_promptly_with_its_incumbent():
     """A HiGHS solve that would run to its 60 s limit, interrupted by SIGINT 1 s in."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[1])  # tests/, where solver_models is
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(_CHILD.format(root=root))],
         stdout=subprocess.PIPE,

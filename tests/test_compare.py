@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from factories import ROOT
 
 import mipopt.exact.driver
 from mipopt.cli import main
@@ -32,11 +33,10 @@ from mipopt.registry import MethodSpec, _methods, solve
 from mipopt.verifier import no_solution, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
 
-ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = ROOT / "instances"
 FIG2B = INSTANCES / "grmu_fig2b.json"
 FBK = INSTANCES / "fbk_fig3.json"
-# grmu_fig2b's lexicographic optimum, by hand (tests/test_exact.py, OPTIMA): moving the two
+# grmu_fig2b's lexicographic optimum, by hand (tests/exact/test_exact.py, OPTIMA): moving the two
 # 1g instances inside g0 costs no migration (Eq. 5) and frees slots 0-3 for the 4g.20gb, 4-7
 # for the 3g.20gb; the 2g.10gb then has no room: 4 of 5 accepted on one host and one GPU.
 FIG2B_OPTIMUM = (4.0, 2.0, 0.0)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
-from factories import instances, proven_triple
+from factories import INSTANCES, instances, proven_triple
 from hypothesis import HealthCheck, given, settings
 from test_exact import OPTIMA
 
@@ -20,7 +20,6 @@ from mipopt.registry import solve
 from mipopt.solvers import get_backend
 from mipopt.verifier import evaluate
 
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 # every committed instance: the paper form proves each in under ~2.5 s with HiGHS
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
 

@@ -32,7 +32,7 @@ from mipopt.io import load_instance
 from mipopt.registry import solve
 from mipopt.verifier import verify
 
-QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
+QUICKSTART = Path(__file__).resolve().parents[2] / "instances" / "quickstart.json"
 BASE: dict[str, Any] = json.loads(QUICKSTART.read_text())
 
 Edit = Callable[[dict[str, Any]], object]

@@ -18,7 +18,7 @@ from mipopt.geometry.configs import (
     suboptimal,
 )
 
-SHARED_JSON = Path(__file__).parents[1].parent / "shared/mig/mig_profiles.json"
+SHARED_JSON = Path(__file__).parents[2].parent / "shared/mig/mig_profiles.json"
 
 # shared/mig/README.md section 3 (computed there from the confirmed A100 -lgipp table)
 A100_LAYOUTS = [

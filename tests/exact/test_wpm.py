@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
+from factories import INSTANCES
 
 from mipopt.errors import InstanceError
 from mipopt.exact.driver import solve_exact
@@ -17,8 +18,6 @@ from mipopt.io import load_instance
 from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verifier import verify
 from mipopt.workloads.ibm import ibm_instance
-
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
 # (acceptance, hardware, migrations) per use case, checked against the GRMU optimum where they meet:
 # fbk_fig3 joint equals the GRMU lexicographic optimum (8, 3, 4); initial keeps every running

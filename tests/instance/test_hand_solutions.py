@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import instances
+from factories import ROOT, instances
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,6 @@ from mipopt.migrate import plan_migration
 from mipopt.registry import solve
 from mipopt.verifier import check_claims, verify
 
-ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "instances" / "quickstart.json"
 EXAMPLE = ROOT / "docs" / "examples" / "hand_solution.json"
 RUNNING = [

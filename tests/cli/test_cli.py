@@ -17,7 +17,7 @@ from mipopt.cli import main
 from mipopt.instance import solution_from_dict
 from mipopt.io import write_json
 
-QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
+QUICKSTART = Path(__file__).resolve().parents[2] / "instances" / "quickstart.json"
 OBJECTIVES = "objectives: acceptance 8, hardware 6, migrations 0"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

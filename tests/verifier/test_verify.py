@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from factories import GpuState, capped_a100, instances
+from factories import FIG4_COMPACTED, GpuState, capped_a100, ibm_fig4, instances
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +27,7 @@ from mipopt.io import load_instance
 from mipopt.registry import solve
 from mipopt.verifier import evaluate, verify
 
-QUICKSTART = Path(__file__).resolve().parents[1] / "instances" / "quickstart.json"
+QUICKSTART = Path(__file__).resolve().parents[2] / "instances" / "quickstart.json"
 
 
 def solution(
@@ -794,28 +794,6 @@ def test_first_fit_quickstart() -> None:
 # --- IBM WPM Table 3 metrics by hand
 
 
-def ibm_fig4() -> Instance:
-    """A node consistent with the text of IBM's Figs. 4 and 5 (the figures are not in the text).
-
-    gpu1: w1 2g.20gb at 0, w2 1g.20gb at 2 (one compute, two slots: a stranded compute slice);
-    gpu2: w3 4g.40gb at 0, w4 and w5 1g.10gb at 4 and 5; gpu3: w6 3g.40gb at 0 (a stranded
-    compute slice), w7 1g.10gb at 4; gpu4 and gpu5 free. "13 slices out of 21" compute and "15
-    out of 24" memory used, "2 wasted compute slices (w_2 and w_6 being the culprits)"; gpu1 "has
-    availability for 3g.40gb" (slots 4-7) and gpu2 for "1g.20gb" (slots 6-7).
-    """
-    b = InstanceBuilder("ibm_fig4")
-    b.add_host("node", {f"gpu{k}": "A100-80GB" for k in range(1, 6)})
-    b.add_workload("w1", "2g.20gb", placement=("gpu1", 0))
-    b.add_workload("w2", "1g.20gb", placement=("gpu1", 2))
-    b.add_workload("w3", "4g.40gb", placement=("gpu2", 0))
-    b.add_workload("w4", "1g.10gb", placement=("gpu2", 4))
-    b.add_workload("w5", "1g.10gb", placement=("gpu2", 5))
-    b.add_workload("w6", "3g.40gb", placement=("gpu3", 0))
-    b.add_workload("w7", "1g.10gb", placement=("gpu3", 4))
-    return b.build()
-
-
-FIG4_COMPACTED = {"w6": ("gpu1", 4), "w7": ("gpu2", 6)}  # gpu3 vacated into the free partitions
 FIG5_ON_FREE_GPUS = {  # every workload to gpu4 and gpu5, nothing wasted
     "w3": ("gpu4", 0),
     "w6": ("gpu4", 4),

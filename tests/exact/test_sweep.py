@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from factories import instances
+from factories import INSTANCES, instances
 from hypothesis import HealthCheck, given, settings
 
 import mipopt.exact.sweep as sweep_module
@@ -22,7 +22,6 @@ from mipopt.instance import Assignment, Instance, InstanceBuilder, Solution, Sta
 from mipopt.io import load_instance, load_solution
 from mipopt.verifier import verify
 
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 Triple = tuple[float, float, float]
 

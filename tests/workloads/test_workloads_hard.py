@@ -14,7 +14,7 @@ from mipopt.simulation import alibaba_snapshot
 from mipopt.verifier import solution_for, verify
 from mipopt.workloads import alibaba_peak, alibaba_trace, hard_instance
 
-REAL_TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "alibaba-gpu-v2023"
+REAL_TRACE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "alibaba-gpu-v2023"
 
 
 def _valid(inst: Instance) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from factories import INSTANCES
 
 from mipopt.cli import main
 from mipopt.instance import InstanceBuilder
@@ -16,7 +17,6 @@ from mipopt.io import load_instance, load_solution
 from mipopt.migrate import plan_migration
 from mipopt.render.plan import nvml_operations, plan_states, png_gpus
 
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 MOVES, MOVES_TARGET = INSTANCES / "moves.json", INSTANCES / "moves.target.json"
 SWAP, SWAP_TARGET = INSTANCES / "swap.json", INSTANCES / "swap.target.json"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -384,7 +384,7 @@ def test_a_target_that_drops_a_running_workload_is_refused(tmp_path: Path, capsy
 
 
 def test_formats_md_shows_what_mipopt_prints(capsys: Capsys) -> None:
-    text = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "formats.md").read_text()
     section = text[text.index("## Plans") :]
     example = json.loads(re.search(r"```json\n(.*?)```", section, re.S)[1])
     code, out, _ = run(capsys, "plan", SWAP, SWAP_TARGET, "--json")

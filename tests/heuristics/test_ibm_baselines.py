@@ -21,7 +21,7 @@ from mipopt.registry import solve
 from mipopt.verifier import evaluate, verify
 from mipopt.workloads.ibm import ibm_instance
 
-FIG7 = Path(__file__).resolve().parents[1] / "instances" / "ibm_fig7.json"
+FIG7 = Path(__file__).resolve().parents[2] / "instances" / "ibm_fig7.json"
 Policy = Callable[[Instance], Solution]
 POLICIES: dict[str, Policy] = {"ibm-first-fit": ibm_first_fit, "lb": lambda inst: solve(inst, "lb")}
 

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from factories import INSTANCES
 
 from mipopt.instance import instance_to_dict, solution_to_dict
 from mipopt.io import load_instance
 from mipopt.registry import solve
-
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
 
 def schema(name: str) -> dict:

@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
+from factories import INSTANCES
 
 from mipopt.geometry import reference as geo
 from mipopt.io import load_instance, load_solution
 from mipopt.registry import solve
 from mipopt.verifier import verify
 
-INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 FILES = sorted(p for p in INSTANCES.glob("*.json") if not p.name.endswith(".target.json"))
 
 
