@@ -266,7 +266,7 @@ def compare_methods(
         ref: GapRow | None = None
         for method in resolved:
             t0 = time.perf_counter()
-            sol = method.run(
+            sol = method.solve(
                 inst, **{k: v for k, v in given.items() if k in method.options and v is not None}
             )
             runtime = time.perf_counter() - t0

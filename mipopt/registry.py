@@ -101,6 +101,23 @@ class MethodSpec:
         takes = self.takes({**self.preset, **options})
         return [k for k in options if k in self.preset or k not in takes]
 
+    def solve(self, instance: Instance, **options: Any) -> Solution:
+        """Run the method on ``instance`` with its preset options and ``options``.
+
+        Raises
+        ------
+        InstanceError
+            Naming the first option the method does not take, or that its name already sets.
+        """
+        for key in self.refused(options):
+            if key in self.preset:
+                raise InstanceError(key, f"method {self.name} sets {key} itself ({key}={self.preset[key]!r})")
+            takes = self.takes({**self.preset, **options})
+            what = f"{self.name} with model wpm" if takes is WPM_OPTIONS else self.name
+            listed = ", ".join(o for o in takes if o not in ("stop", "deadline")) or "no options"
+            raise InstanceError(key, f"method {what} takes no {key} (it takes: {listed})")
+        return self.run(instance, **self.preset, **options)
+
 
 def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, **options: Any) -> Solution:
     from mipopt.exact.driver import solve_exact
@@ -150,7 +167,7 @@ def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, *
 
 def default_portfolio() -> tuple[Heuristic, ...]:
     """The heuristics of :data:`PORTFOLIO` as (name, run) pairs, for the exact driver's warm start."""
-    return tuple((n, get_method(n).run) for n in PORTFOLIO)
+    return tuple((n, get_method(n).solve) for n in PORTFOLIO)
 
 
 def sweep(instance: Instance, **options: Any) -> Front:
@@ -484,12 +501,4 @@ def solve(
         }.items()
         if v is not None
     }
-    for key in spec.refused(given):
-        if key in spec.preset:
-            raise InstanceError(key, f"method {spec.name} sets {key} itself ({key}={spec.preset[key]!r})")
-        takes = spec.takes({**spec.preset, **given})
-        what = f"{spec.name} with model wpm" if takes is WPM_OPTIONS else spec.name
-        listed = ", ".join(o for o in takes if o not in ("stop", "deadline")) or "no options"
-        raise InstanceError(key, f"method {what} takes no {key} (it takes: {listed})")
-    options = {**spec.preset, **given}
-    return spec.run(instance, **options)
+    return spec.solve(instance, **given)

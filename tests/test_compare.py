@@ -368,3 +368,11 @@ def test_bench_gap_smoke(tmp_path: Path) -> None:
     assert len(table) == 2 * len(methods)
     assert table[0].startswith("| `exact` | exact | 2 | ") and "| 2/2 | 2/2 |" in table[0]
     assert [_digest(p) for p in committed] == before
+
+
+def test_exact_initial_keeps_running_workloads_home_in_a_comparison() -> None:
+    # ibm 8 GPUs seed 2: the joint optimum moves 6 running workloads; exact-initial may move none
+    # (its preset use_case="initial" once got lost when compare_methods ran a method directly)
+    rows = by_method(compare_methods([ibm_instance(8, seed=2)], ["exact-initial"]))
+    assert (rows[EXACT].migrations, rows["exact-initial"].migrations) == (6.0, 0.0)
+    assert rows["exact-initial"].hardware == 9.0 and rows[EXACT].hardware == 8.0
