@@ -135,7 +135,7 @@ def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, *
     )
     if model == "wpm":
         rules = {
-            n: get_method(n).run
+            n: get_method(n).solve
             for n in ("ibm-initial", "ibm-compaction", "ibm-reconfiguration", "ibm-joint")
         }
         return solve_wpm(
