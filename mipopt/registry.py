@@ -1,6 +1,6 @@
 """The one table of methods: which code a method name means, and which options it takes.
 
-Every way mipopt places workloads is a :class:`MethodSpec` in :data:`METHODS`: the exact
+Every way mipopt places workloads is a :class:`MethodSpec` of :func:`methods`: the exact
 models, IBM's batch rules and every online policy run in batch (the instance's new workloads
 arrive in file order at time 0). :func:`solve`, ``mipopt solve --method``, ``mipopt bench``
 (:func:`mipopt.compare.compare_methods`) and the docs (``mipopt solve --list-methods``) all
@@ -134,6 +134,8 @@ def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, *
         deadline=options.pop("deadline", None),
     )
     if model == "wpm":
+        if warm_start not in (None, True, False):
+            raise InstanceError("warm_start", "model wpm starts from IBM's rules (True) or not (False)")
         rules = {
             n: get_method(n).solve
             for n in ("ibm-initial", "ibm-compaction", "ibm-reconfiguration", "ibm-joint")

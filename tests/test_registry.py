@@ -53,6 +53,7 @@ def test_every_heuristic_gives_a_verified_solution(name: str, fbk_fig3: mipopt.I
         ("grmu:nope=1", {}, "method: policy 'grmu:nope=1'"),
         ("exact:color=red", {}, "method: exact takes model, objective, use_case or solver in its name"),
         ("exact", {"model": "tight"}, "model: unknown model 'tight'"),
+        ("exact", {"warm_start": "ff"}, "warm_start: expected a Solution, True or False, got str"),
     ],
 )
 def test_an_option_a_method_does_not_take_is_an_error(
