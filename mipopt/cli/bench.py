@@ -39,9 +39,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--methods",
         default="all",
         metavar="LIST",
-        help="comma-separated: any --method of `mipopt solve` (first-fit, ibm-initial, ff, mfi, adapter(ff), "
-        "...), online:NAME for a policy named like a batch heuristic, exact-initial (running workloads "
-        "fixed), or all (default: every heuristic placing new workloads)",
+        help="comma-separated names of `mipopt solve --list-methods` (ibm-initial, ff, mfi, grmu:heavy=0.3, "
+        "adapter(ff), exact-initial, ...), or all (default: every heuristic placing new workloads); the "
+        "reference exact always runs first",
     )
     backend_arguments(p, time_limit="per exact solve (default: 60)", default_time_limit=60.0)
     p.add_argument("--out", metavar="FILE", help="write one row per (instance, method) as CSV (atomically)")
