@@ -33,7 +33,6 @@ from mipopt.catalog import GpuModel
 from mipopt.geometry import NO_START, GeometryTables, tables_for
 from mipopt.heuristics.policy import Decision, Policy
 from mipopt.instance import Workload
-from mipopt.migrate.execute import execute, rearrange
 from mipopt.state.cluster import Cluster, Group, Relocation
 
 __all__ = ["BestFit", "FirstFit", "Grmu", "MaxCC", "MaxExpectedCC"]
@@ -317,6 +316,9 @@ class Grmu(Policy):
 
     def defragment(self, cluster: Cluster) -> list[Relocation]:
         """Alg. 4: rearrange the most fragmented light GPU to its default placement; the moves made (parks too)."""
+        # Imported here: mipopt.migrate loads networkx, which only a migrating policy needs.
+        from mipopt.migrate.execute import rearrange
+
         frag = np.full(len(cluster.mask), -1.0)
         for g in cluster.groups:
             frag[g.at] = g.tables.grmu.take(cluster.mask[g.at])
@@ -331,6 +333,8 @@ class Grmu(Policy):
 
     def consolidate(self, cluster: Cluster) -> list[Relocation]:
         """Alg. 5: pair half-full single-instance light GPUs so one fills and the other empties; the moves made."""
+        from mipopt.migrate.execute import execute  # networkx only when migrating (see defragment)
+
         half = np.zeros(len(cluster.mask), dtype=bool)
         for g in cluster.groups:
             lower = (1 << (g.model.slots // 2)) - 1

@@ -209,6 +209,7 @@ def _translate(form: MatrixForm) -> mb.ModelBuilder:
         )
     builder = mb.ModelBuilder()
     helper = builder.helper
+    a = form.matrix
     fill: Any = helper.fill_model_from_sparse_data  # OR-Tools' stubs misspell numpy array types
     fill(
         form.col_lower,
@@ -216,7 +217,7 @@ def _translate(form: MatrixForm) -> mb.ModelBuilder:
         form.cost,
         form.row_lower,
         form.row_upper,
-        sp.csr_matrix(form.matrix),
+        sp.csc_matrix((a.data, a.indices, a.indptr), shape=a.shape).tocsr(),
     )
     for i in range(len(form.columns)):
         helper.set_var_integrality(i, True)

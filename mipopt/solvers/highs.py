@@ -1,6 +1,6 @@
 """HiGHS (highspy 1.12) on the model's arrays (:mod:`mipopt.solvers.matrix`).
 
-The model is compiled once per solve by Pyomo's standard-form compiler and passed
+The model is compiled once per solve (:func:`~mipopt.solvers.matrix.compile_model`) and passed
 whole (``passModel``); options map to HiGHS as ``time_limit``, ``threads``,
 ``random_seed``, ``mip_rel_gap``, ``objective_target`` and ``mip_max_nodes``. Pyomo's own HiGHS
 interfaces (APPSI and ``pyomo.contrib.solver``) build the solver model term by term, which took
