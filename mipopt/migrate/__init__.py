@@ -21,7 +21,6 @@ from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.migrate.graph import graph_rounds
 from mipopt.migrate.plan import (
-    KINDS,
     SEMANTICS,
     Create,
     Drain,
@@ -32,6 +31,7 @@ from mipopt.migrate.plan import (
     Spot,
     plan_from_dict,
 )
+from mipopt.state.occupancy import MOVE_KINDS
 from mipopt.verifier import evaluate, solution_for, verify
 
 __all__ = [
@@ -177,6 +177,6 @@ def plan_metrics(
         "creates": creates,
         "moved_memory_slots": slots,
         "moved_memory_gb": gb,
-        **{f"moves_{k}": kinds[k] for k in KINDS},
+        **{f"moves_{k}": kinds[k] for k in MOVE_KINDS},
         "sequential_migrations": metrics["sequential_migrations"],
     }

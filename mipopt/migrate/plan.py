@@ -50,8 +50,6 @@ FORMAT = "mipopt-plan"
 VERSION = 1
 SEMANTICS = ("create-first", "destroy-first")
 Semantics = Literal["create-first", "destroy-first"]
-#: The kinds of moves, defined in the state layer (this name is kept for :mod:`mipopt.render.plan`).
-KINDS = MOVE_KINDS
 
 
 def _spot(spot: Spot) -> dict[str, Any]:

@@ -15,8 +15,9 @@ from typing import Any
 
 from mipopt.catalog import Profile
 from mipopt.instance import Gpu, Instance
-from mipopt.migrate.plan import KINDS, Plan, Spot
+from mipopt.migrate.plan import Plan, Spot
 from mipopt.render import placement as render
+from mipopt.state.occupancy import MOVE_KINDS
 
 __all__ = ["format_operations", "nvml_operations", "plan_png", "plan_states", "plan_text", "png_gpus"]
 
@@ -80,7 +81,7 @@ def plan_text(instance: Instance, plan: Plan) -> str:
         f"plan for {plan.instance!r}: {plan.semantics}, {plan.method} planner, "
         f"{rounds} round{'s' if rounds != 1 else ''} ({plan.runtime_s:.3f} s)"
     ]
-    by_kind = ", ".join(f"{_n(m.get(f'moves_{k}', 0))} {KIND_LABELS[k]}" for k in KINDS)
+    by_kind = ", ".join(f"{_n(m.get(f'moves_{k}', 0))} {KIND_LABELS[k]}" for k in MOVE_KINDS)
     lines.append(
         f"moves: {_n(m.get('moves', 0))} ({by_kind}), of which {_n(m.get('extra_moves', 0))} extra (parking)"
     )

@@ -38,7 +38,7 @@ import numpy.typing as npt
 from mipopt.catalog import GpuModel, Profile
 from mipopt.geometry import GeometryTables, preferred_starts, tables_for
 from mipopt.instance import Instance, Workload
-from mipopt.state.occupancy import Occupancy, move_kind
+from mipopt.state.occupancy import Occupancy, Spot, move_kind
 
 __all__ = ["Cluster", "Group", "Relocation", "id_key"]
 
@@ -114,6 +114,9 @@ class Relocation:
     round: int = 0
     park: bool = False
     disruptive: bool = False
+
+
+_BY_PLACEMENT = "a Cluster changes only by place, remove and move, which keep track of where workloads sit"
 
 
 class Cluster(Occupancy):
@@ -267,6 +270,15 @@ class Cluster(Occupancy):
         return self.mask != 0
 
     # --- changes
+
+    def hold(self, wid: str, spot: Spot) -> None:
+        """Refused: a cluster keeps where each workload sits, so it changes only by :meth:`place`,
+        :meth:`remove` and :meth:`move` (plans hold instances on a plain :class:`Occupancy`)."""
+        raise TypeError(_BY_PLACEMENT)
+
+    def release(self, wid: str, spot: Spot) -> None:
+        """Refused, as :meth:`hold`."""
+        raise TypeError(_BY_PLACEMENT)
 
     def place(self, w: Workload, k: int, start: int, profile: str | None = None) -> None:
         """Put ``w`` on GPU ``k`` at ``start``, at its own profile or at ``profile`` (borrowed)."""
