@@ -14,10 +14,16 @@ Examples
 True
 >>> [(p.name, p.placements) for p in catalog.get_model("A100-40GB").profiles if p.compute == 3]
 [('3g.20gb', ((0, 4), (4, 4)))]
+
+Product names and PCI device ids as ``nvidia-smi`` and NVML print them resolve too:
+
+>>> catalog.get_model("NVIDIA A100-SXM4-40GB").name, catalog.resolve_product("0x2321").name
+('A100-40GB', 'H100-94GB')
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -30,10 +36,13 @@ from mipopt.errors import InstanceError
 
 __all__ = [
     "GpuModel",
+    "Product",
     "Profile",
     "builtin_models",
     "get_model",
     "model_from_dict",
+    "products",
+    "resolve_product",
 ]
 
 # The bitmask geometry keeps one bit per memory slot in a machine integer and
@@ -66,6 +75,8 @@ class Profile:
         ``confirmed`` (read off real ``-lgipp`` output), ``inferred`` or ``custom``.
     aliases
         Other names drivers print for this profile (``3g.39gb`` for ``3g.40gb``).
+    source_note
+        Where the profile's id, count and placements come from (built-in models).
     """
 
     name: str
@@ -77,6 +88,7 @@ class Profile:
     placements: tuple[tuple[int, int], ...]
     placement_status: str = "custom"
     aliases: tuple[str, ...] = ()
+    source_note: str = field(default="", compare=False, repr=False)
 
     @property
     def starts(self) -> tuple[int, ...]:
@@ -111,6 +123,7 @@ class Profile:
             "placements": [list(p) for p in self.placements],
             "placement_status": self.placement_status,
             "aliases": list(self.aliases),
+            **({"source_note": self.source_note} if self.source_note else {}),
         }
 
 
@@ -315,7 +328,8 @@ def _profile(data: Any, path: str, slots: int, compute: int) -> Profile:
         f.string(a, f.join(f.join(path, "aliases"), i))
         for i, a in enumerate(f.lst(d.get("aliases", []), f.join(path, "aliases")))
     )
-    return Profile(name, pid, pc, size, memory_gb, max_instances, tuple(placements), status, aliases)
+    note = f.string(d.get("source_note", ""), f.join(path, "source_note"), nonempty=False)
+    return Profile(name, pid, pc, size, memory_gb, max_instances, tuple(placements), status, aliases, note)
 
 
 def _unique(profiles: tuple[Profile, ...], path: str) -> None:
@@ -355,9 +369,14 @@ def _check_compute_bound(model: GpuModel, path: str) -> None:
 
 
 @cache
+def _catalog() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(resources.files(__package__).joinpath("gpu_models.json").read_text())
+    return data
+
+
+@cache
 def _builtin() -> dict[str, GpuModel]:
-    text = resources.files(__package__).joinpath("gpu_models.json").read_text()
-    data = json.loads(text)
+    data = _catalog()
     models = [
         model_from_dict(m, f"gpu_models.json:models[{i}]", builtin=True) for i, m in enumerate(data["models"])
     ]
@@ -369,13 +388,196 @@ def builtin_models() -> dict[str, GpuModel]:
     return dict(_builtin())
 
 
-def get_model(name: str, custom: dict[str, GpuModel] | None = None) -> GpuModel:
-    """A built-in (or given custom) model by id, case-insensitively.
+# --- product names and PCI device ids
+
+NVIDIA_VENDOR_ID = "10DE"
+_PCI_ID = re.compile(r"^(?:0x)?([0-9a-f]{4})(10de)?$|^(?:0x)?10de:(?:0x)?([0-9a-f]{4})$", re.IGNORECASE)
+_TRUNCATED = ("...", "\u2026")
+
+
+@dataclass(frozen=True, slots=True)
+class Product:
+    """One GPU product as nvidia-smi and NVML name it, and the catalog model it is.
+
+    Attributes
+    ----------
+    model
+        Catalog model id, e.g. ``H100-94GB``.
+    names
+        Product names as ``nvidia-smi -L``/``-q`` print them, e.g. ``NVIDIA H100 NVL``.
+    pci_device_ids
+        PCI ids as ``-q`` prints "Device Id" (``0x232110DE``: device 0x2321, vendor 0x10DE).
+    attested
+        Where each name and id was seen (recorded outputs in ``shared/interop``, the MIG facts
+        in ``shared/mig``, NVIDIA's mig-parted config, the MIG user guide).
+    """
+
+    model: str
+    names: tuple[str, ...]
+    pci_device_ids: tuple[str, ...]
+    attested: str
+
+
+def normalize_product_name(name: str) -> str:
+    """The key a product name is looked up by: case, ``NVIDIA`` prefix and separators ignored.
+
+    Case is folded, a leading ``NVIDIA`` dropped (R450 printed ``A100-SXM4-40GB``,
+    later drivers ``NVIDIA A100-SXM4-40GB``) and runs of spaces, ``-`` and
+    ``_`` become one space, so ``NVIDIA A100-SXM4-40GB``, ``a100 sxm4 40gb`` and
+    ``A100_SXM4_40GB`` are one key.
+
+    >>> normalize_product_name("NVIDIA  A100-SXM4-40GB")
+    'a100 sxm4 40gb'
+    """
+    key = re.sub(r"[\s_\-]+", " ", name.casefold()).strip()
+    return key.removeprefix("nvidia ").strip()
+
+
+def normalize_pci_device_id(text: str) -> str | None:
+    """``0x<device><vendor>`` in upper case as ``nvidia-smi -q`` prints "Device Id", or None.
+
+    Accepts ``0x20B010DE``, ``20B010DE`` (``-q -x``), ``0x20B0``/``20b0`` (device alone,
+    NVIDIA's vendor id assumed) and ``10de:20b0`` (``lspci -n``).
+
+    >>> normalize_pci_device_id("10de:20b0"), normalize_pci_device_id("GH200")
+    ('0x20B010DE', None)
+    """
+    m = _PCI_ID.match(text.strip())
+    if m is None:
+        return None
+    device = m.group(1) or m.group(3)
+    return f"0x{device.upper()}{NVIDIA_VENDOR_ID}"
+
+
+@cache
+def _products() -> tuple[tuple[Product, ...], dict[str, str], dict[str, str]]:
+    """The shipped products, and model ids by normalized name and by PCI id."""
+    models = _builtin()
+    out: list[Product] = []
+    by_name: dict[str, str] = {}
+    by_pci: dict[str, str] = {}
+    for i, raw in enumerate(_catalog().get("products", [])):
+        product = Product(raw["model"], tuple(raw["names"]), tuple(raw["pci_device_ids"]), raw["attested"])
+        path = f"gpu_models.json:products[{i}]"
+        if product.model not in models:
+            raise InstanceError(f.join(path, "model"), f"unknown GPU model {product.model!r}")
+        for name in product.names:
+            key = normalize_product_name(name)
+            if by_name.setdefault(key, product.model) != product.model:
+                raise InstanceError(f.join(path, "names"), f"{name!r} already names {by_name[key]}")
+        for pci in product.pci_device_ids:
+            key = normalize_pci_device_id(pci) or ""
+            if key != pci:
+                raise InstanceError(f.join(path, "pci_device_ids"), f"{pci!r} is not written 0xDDDD10DE")
+            if by_pci.setdefault(key, product.model) != product.model:
+                raise InstanceError(f.join(path, "pci_device_ids"), f"{pci!r} already names {by_pci[key]}")
+        out.append(product)
+    return tuple(out), by_name, by_pci
+
+
+def products() -> tuple[Product, ...]:
+    """The product names and PCI device ids the built-in models answer to, with their sources."""
+    return _products()[0]
+
+
+def _find_product(text: str) -> GpuModel | None:
+    _, by_name, by_pci = _products()
+    models = _builtin()
+    pci = normalize_pci_device_id(text)
+    if pci in by_pci:
+        return models[by_pci[pci]]
+    # "B200" reads as a device id too; as a name it is NVIDIA B200
+    key = normalize_product_name(text)
+    if key in by_name:
+        return models[by_name[key]]
+    stem = text.strip()
+    for mark in _TRUNCATED:
+        if stem.endswith(mark):
+            # nvidia-smi's table cuts long names ("NVIDIA RTX PRO 6000 Blac..."): a prefix is
+            # enough when every product it starts names the same model.
+            prefix = normalize_product_name(stem.removesuffix(mark))
+            hits = {model for name, model in by_name.items() if prefix and name.startswith(prefix)}
+            return models[hits.pop()] if len(hits) == 1 else None
+    return None
+
+
+def _close_matches(name: str, custom: dict[str, GpuModel] | None = None) -> list[str]:
+    """Model ids and product names spelled most like ``name``, best first."""
+    spellings = {normalize_product_name(m): m for m in {**_builtin(), **(custom or {})}}
+    for product in products():
+        for product_name in product.names:
+            spellings.setdefault(normalize_product_name(product_name), product_name)
+    keys = difflib.get_close_matches(normalize_product_name(name), list(spellings), n=3, cutoff=0.6)
+    return [spellings[k] for k in keys]
+
+
+def resolve_product(name_or_pci_id: str) -> GpuModel:
+    """The built-in model of a product name or PCI device id as nvidia-smi and NVML print them.
+
+    The rule: a PCI device id (any form :func:`normalize_pci_device_id` accepts) is looked up
+    among the ids the catalog lists; anything else is a product name, compared after
+    :func:`normalize_product_name` (case, the ``NVIDIA`` prefix, spaces, ``-`` and ``_``
+    ignored); a name cut short with ``...`` by nvidia-smi's table matches when all products
+    it starts belong to one model. Names and ids are listed one by one, each with its source
+    (:func:`products`, ``tools/build_catalog.py``); memory sizes and form factors are not
+    guessed from the text, so ``NVIDIA H100 PCIe`` is H100-80GB because a recorded output says
+    so, and an unlisted product is unknown.
+
+    Attested (recorded outputs in ``shared/interop`` unless said otherwise):
+
+    ========================================================  ===========================  =====================
+    name                                                      PCI device id                model
+    ========================================================  ===========================  =====================
+    NVIDIA A30                                                0x20B710DE                   A30-24GB
+    NVIDIA A100-SXM4-40GB (R450: A100-SXM4-40GB), A100-PCIE   0x20B010DE, 0x20F110DE       A100-40GB
+    NVIDIA A100-SXM4-80GB, NVIDIA A100 80GB PCIe              0x20B210DE, 0x20B510DE       A100-80GB
+    NVIDIA H100 80GB HBM3, NVIDIA H100 PCIe                   0x233010DE, 0x233110DE       H100-80GB
+    NVIDIA H100 NVL                                           0x232110DE                   H100-94GB
+    NVIDIA GH200 480GB, NVIDIA GH200 96GB HBM3                0x234210DE, 0x233D10DE, ...  H100-96GB
+    NVIDIA H200, NVIDIA H200 NVL (MIG guide, no output)       0x233510DE, 0x233B10DE       H200-141GB
+    NVIDIA GH200 144G HBM3e (mig-parted config)               0x234810DE                   GH200-144GB
+    NVIDIA B200 (NVIDIA/gpu-operator#2155)                    0x290110DE                   B200-180GB
+    NVIDIA GB200                                              0x294110DE                   GB200-186GB
+    NVIDIA RTX PRO 6000 Blackwell Server Edition              0x2BB510DE                   RTX-PRO-6000-...
+    (Workstation, Max-Q Workstation Edition: names only)
+    ========================================================  ===========================  =====================
+
+    Parameters
+    ----------
+    name_or_pci_id
+        ``NVIDIA H100 NVL``, ``0x232110DE``, ``232110DE``, ``0x2321`` or ``10de:2321``.
 
     Raises
     ------
     KeyError
-        Naming the known models.
+        One line naming the text and the closest model ids and product names.
+
+    Examples
+    --------
+    >>> resolve_product("NVIDIA RTX PRO 6000 Blackwell Server Edition").name
+    'RTX-PRO-6000-Blackwell-96GB'
+    >>> resolve_product("232110DE").name
+    'H100-94GB'
+    """
+    model = _find_product(name_or_pci_id)
+    if model is None:
+        what = "PCI device id" if normalize_pci_device_id(name_or_pci_id) else "GPU product"
+        close = _close_matches(name_or_pci_id)
+        hint = f" (closest: {', '.join(close)})" if close else " (see `mipopt info`)"
+        raise KeyError(f"unknown {what} {name_or_pci_id!r}{hint}")
+    return model
+
+
+def get_model(name: str, custom: dict[str, GpuModel] | None = None) -> GpuModel:
+    """A built-in (or given custom) model by id, case-insensitively, or by product name or PCI id.
+
+    Model ids come first (custom models before built-in ones of the same id); then
+    :func:`resolve_product` for the names and ids ``nvidia-smi`` prints.
+
+    Raises
+    ------
+    KeyError
+        One line naming the known models and the closest spellings.
 
     Examples
     --------
@@ -383,6 +585,8 @@ def get_model(name: str, custom: dict[str, GpuModel] | None = None) -> GpuModel:
     >>> model = mipopt.get_model("a100-40gb")
     >>> model.name, model.slots, model.compute_slices, [p.name for p in model.profiles][:3]
     ('A100-40GB', 8, 7, ['1g.5gb', '1g.5gb+me', '1g.10gb'])
+    >>> mipopt.get_model("NVIDIA H100 80GB HBM3").name
+    'H100-80GB'
     """
     models = {**_builtin(), **(custom or {})}
     if name in models:
@@ -390,4 +594,9 @@ def get_model(name: str, custom: dict[str, GpuModel] | None = None) -> GpuModel:
     for key, model in models.items():
         if key.lower() == name.lower():
             return model
-    raise KeyError(f"unknown GPU model {name!r} (known: {', '.join(models)})")
+    found = _find_product(name)
+    if found is not None:
+        return found
+    close = _close_matches(name, custom)
+    hint = f"; closest: {', '.join(close)}" if close else ""
+    raise KeyError(f"unknown GPU model {name!r} (known: {', '.join(models)}{hint})")

@@ -10,7 +10,12 @@ from mipopt.cli.common import EXIT_OK, gpu_model, print_json
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("info", help="GPU models, profiles and legal placements")
-    p.add_argument("model", nargs="?", help="a model id, e.g. A100-40GB (default: list the models)")
+    p.add_argument(
+        "model",
+        nargs="?",
+        help='a model id (A100-40GB), a product name as nvidia-smi prints it ("NVIDIA A100-SXM4-40GB") '
+        "or a PCI device id (0x20B010DE) (default: list the models)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
