@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("exact",),
     ("migrate",),
     ("heuristics",),
-    ("workloads",),
+    ("workloads", "interop"),
     ("simulation",),
     ("render",),
     ("compare", "registry"),
