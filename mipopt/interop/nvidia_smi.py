@@ -790,6 +790,12 @@ def _query_gpu(file: str, bus: str, line: int, root: _Node) -> QueryGpu:
 # -- nvidia-smi -q -x ------------------------------------------------------------------------
 
 
+#: expat's errors for a document that ends before its elements close
+_CUT_SHORT = {
+    expat.errors.codes[e] for e in (expat.errors.XML_ERROR_NO_ELEMENTS, expat.errors.XML_ERROR_UNCLOSED_TOKEN)
+}
+
+
 def _read_xml(text: str, file: str) -> tuple[ET.Element, dict[int, int]]:
     """The element tree of ``text`` and the line each element starts on (by ``id``).
 
@@ -809,9 +815,14 @@ def _read_xml(text: str, file: str) -> tuple[ET.Element, dict[int, int]]:
     try:
         parser.Parse(text.lstrip("\ufeff"), True)
     except expat.ExpatError as err:
-        raise NvidiaSmiError(
-            file, err.lineno, "well-formed nvidia-smi -q -x XML", expat.ErrorString(err.code) or str(err)
-        ) from None
+        last = max(len(text.splitlines()), 1)
+        reason = expat.ErrorString(err.code) or str(err)
+        if err.lineno >= last and err.code in _CUT_SHORT:
+            # expat reports an unclosed document one line past the text: say that it ends early
+            raise NvidiaSmiError(
+                file, last, "well-formed nvidia-smi -q -x XML", f"the end of the text ({reason})"
+            ) from None
+        raise NvidiaSmiError(file, err.lineno, "well-formed nvidia-smi -q -x XML", reason) from None
     return builder.close(), lines
 
 
