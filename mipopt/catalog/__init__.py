@@ -41,6 +41,8 @@ __all__ = [
     "builtin_models",
     "get_model",
     "model_from_dict",
+    "normalize_pci_device_id",
+    "normalize_product_name",
     "products",
     "resolve_product",
 ]
