@@ -35,34 +35,6 @@ from xml.parsers import expat
 
 from mipopt.errors import InstanceError
 
-__all__ = [
-    "PARSERS",
-    "ComputeInstanceRow",
-    "GpuInstanceProfileRow",
-    "GpuInstanceRow",
-    "ListedGpu",
-    "ListedMigDevice",
-    "NvidiaSmiError",
-    "ProfilePlacements",
-    "QueryGpu",
-    "QueryMigDevice",
-    "QueryReport",
-    "SummaryGpu",
-    "SummaryMigDevice",
-    "SummaryProcess",
-    "SummaryReport",
-    "detect",
-    "gpu_instance_profile_name",
-    "parse_lci",
-    "parse_lgi",
-    "parse_lgip",
-    "parse_lgipp",
-    "parse_list",
-    "parse_query",
-    "parse_query_xml",
-    "parse_summary",
-]
-
 
 class NvidiaSmiError(InstanceError):
     """Text that is not what nvidia-smi prints: ``FILE:LINE: expected ..., got '...'``.
@@ -316,6 +288,10 @@ _TITLES = {
 }
 
 
+#: The most column-header rows a table prints between its title and its ``|===`` rule (-lci: 4).
+_HEADER_ROWS = 4
+
+
 @dataclass(frozen=True, slots=True)
 class _Group:
     """Data rows of one table between two borders, with the table they belong to."""
@@ -330,31 +306,39 @@ def _groups(
     """The data rows of nvidia-smi's box tables, grouped between borders.
 
     A table starts at a title row (``| GPU instances:``, ``| NVIDIA-SMI ...``); its rows up to
-    the ``|===`` rule are column headers and skipped. ``data_outside`` may accept a line outside
-    any table (a time stamp); any other line there is an error.
+    the ``|===`` rule are column headers and skipped (at most :data:`_HEADER_ROWS` of them, so
+    that a table whose rule is missing is refused rather than read as headers). ``data_outside``
+    may accept a line outside any table (a time stamp); any other line there is an error.
     """
     table = ""
-    header = False
+    header: int | None = None  # header rows seen since the title; None below the rule
+    last = (0, "")
     rows: list[tuple[int, str]] = []
     for n, line in _lines(text):
         stripped = line.strip()
         cell = stripped.strip("|").strip()
+        last = (n, stripped) if stripped else last
         if _BORDER.match(stripped) or _RULE.match(stripped) or not stripped:
             if rows:
                 yield _Group(table, tuple(rows))
                 rows = []
             if _RULE.match(stripped):
-                header = False
+                header = None
             continue
         if stripped.startswith("|") and (cell in _TITLES or cell.startswith("NVIDIA-SMI ")):
             if rows:
                 yield _Group(table, tuple(rows))
                 rows = []
-            table, header = _TITLES.get(cell, "gpus"), True
+            table, header = _TITLES.get(cell, "gpus"), 0
             if table == "gpus":
                 yield _Group("banner", ((n, cell),))
             continue
-        if header or _NOTHING.match(stripped) or stripped == _NO_MIG:
+        if header is not None:
+            header += 1
+            if header > _HEADER_ROWS:
+                raise NvidiaSmiError(file, n, "the '|===' rule under the column headers", stripped)
+            continue
+        if _NOTHING.match(stripped) or stripped == _NO_MIG:
             continue
         if stripped.startswith("|") and stripped.endswith("|") and table:
             rows.append((n, stripped))
@@ -362,6 +346,8 @@ def _groups(
         if data_outside(n, stripped):
             continue
         raise NvidiaSmiError(file, n, "a row of an nvidia-smi table or a border", stripped)
+    if header is not None:
+        raise NvidiaSmiError(file, last[0], "the '|===' rule under the column headers", "the end of the text")
     if rows:
         yield _Group(table, tuple(rows))
 
@@ -460,6 +446,17 @@ def _only(groups: Iterator[_Group], table: str, file: str) -> Iterator[_Group]:
         yield group
 
 
+def _matches(
+    text: str, file: str, table: str, row: re.Pattern[str], shape: str
+) -> Iterator[tuple[int, re.Match[str]]]:
+    """(line number, match) of each one-line row of a ``table``; a row of another shape is an error."""
+    for group in _only(_groups(text, file), table, file):
+        for n, line in group.rows:
+            if not (m := row.match(line)):
+                raise NvidiaSmiError(file, n, shape, line)
+            yield n, m
+
+
 def parse_lgip(text: str, file: str) -> tuple[GpuInstanceProfileRow, ...]:
     """Read ``nvidia-smi mig -lgip``: the GPU-instance profiles of each GPU.
 
@@ -507,6 +504,18 @@ _LGIPP = re.compile(r"^GPU\s+(\d+)\s+Profile ID\s+(\d+)\s+Placements?\s*:\s*\{(\
 def parse_lgipp(text: str, file: str) -> tuple[ProfilePlacements, ...]:
     """Read ``nvidia-smi mig -lgipp``: the legal starts and the size of each profile on each GPU.
 
+    Parameters
+    ----------
+    text
+        The output.
+    file
+        Its file name, for errors.
+
+    Returns
+    -------
+    tuple of ProfilePlacements
+        One per GPU and profile, in the order printed.
+
     Raises
     ------
     NvidiaSmiError
@@ -537,18 +546,34 @@ _LGI = re.compile(r"^\|\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s*\|
 def parse_lgi(text: str, file: str) -> tuple[GpuInstanceRow, ...]:
     """Read ``nvidia-smi mig -lgi``: the GPU instances, with their profile id and placement.
 
+    Parameters
+    ----------
+    text
+        The output.
+    file
+        Its file name, for errors.
+
+    Returns
+    -------
+    tuple of GpuInstanceRow
+        In the order printed (nvidia-smi sorts by profile, not by start).
+
     Raises
     ------
     NvidiaSmiError
         A row that is not ``| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |``.
+
+    Examples
+    --------
+    >>> text = "| GPU instances: |\\n|====|\\n|   0  MIG 3g.40gb   9   2   4:4   |\\n+----+\\n"
+    >>> [(r.profile_id, r.instance_id, r.start, r.size) for r in parse_lgi(text, "node1-lgi.txt")]
+    [(9, 2, 4, 4)]
     """
-    found = []
-    for group in _only(_groups(text, file), "lgi", file):
-        for n, row in group.rows:
-            if not (m := _LGI.match(row)):
-                raise NvidiaSmiError(file, n, "'| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'", row)
-            found.append(GpuInstanceRow(int(m[1]), m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), n))
-    return tuple(found)
+    shape = "'| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'"
+    return tuple(
+        GpuInstanceRow(int(m[1]), m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), n)
+        for n, m in _matches(text, file, "lgi", _LGI, shape)
+    )
 
 
 _LCI = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+(\d+):(\d+))?\s*\|$")
@@ -557,20 +582,28 @@ _LCI = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+(\d+)
 def parse_lci(text: str, file: str) -> tuple[ComputeInstanceRow, ...]:
     """Read ``nvidia-smi mig -lci``: the compute instances of each GPU instance.
 
+    Parameters
+    ----------
+    text
+        The output.
+    file
+        Its file name, for errors.
+
+    Returns
+    -------
+    tuple of ComputeInstanceRow
+        In the order printed.
+
     Raises
     ------
     NvidiaSmiError
         A row that is not ``| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  [START:SIZE] |``.
     """
+    shape = "'| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'"
     found = []
-    for group in _only(_groups(text, file), "lci", file):
-        for n, row in group.rows:
-            if not (m := _LCI.match(row)):
-                raise NvidiaSmiError(
-                    file, n, "'| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'", row
-                )
-            start, size = (int(m[6]), int(m[7])) if m[6] is not None else (None, None)
-            found.append(ComputeInstanceRow(int(m[1]), int(m[2]), m[3], int(m[4]), int(m[5]), start, size, n))
+    for n, m in _matches(text, file, "lci", _LCI, shape):
+        start, size = (int(m[6]), int(m[7])) if m[6] is not None else (None, None)
+        found.append(ComputeInstanceRow(int(m[1]), int(m[2]), m[3], int(m[4]), int(m[5]), start, size, n))
     return tuple(found)
 
 
@@ -828,6 +861,17 @@ def _read_xml(text: str, file: str) -> tuple[ET.Element, dict[int, int]]:
 
 def parse_query_xml(text: str, file: str) -> QueryReport:
     """Read ``nvidia-smi -q -x``: as :func:`parse_query`, from the XML (DTD versions 11 to 13).
+
+    Parameters
+    ----------
+    text
+        The output.
+    file
+        Its file name, for errors.
+
+    Returns
+    -------
+    QueryReport
 
     Raises
     ------

@@ -460,6 +460,16 @@ def test_decorations_are_skipped() -> None:
             "f:4: expected a row of an nvidia-smi table or a border, got 'GPU 0 is busy'",
         ),
         (
+            parse_lgi,  # the rule under the headers is missing: the row is not taken for a header
+            "| GPU instances: |\n| GPU Name |\n|   0  MIG 1g.5gb   19   7   0:1   |\n",
+            "f:3: expected the '|===' rule under the column headers, got 'the end of the text'",
+        ),
+        (
+            parse_lgi,
+            "| GPU instances: |\n| a |\n| b |\n| c |\n| d |\n| e |\n|===|\n",
+            "f:6: expected the '|===' rule under the column headers, got '| e |'",
+        ),
+        (
             parse_lgip,
             "| GPU instances: |\n|====|\n|   0  MIG 1g.5gb   19   7   0:1   |\n",
             "f:3: expected a row of the 'lgip' table, got '|   0  MIG 1g.5gb   19   7   0:1   |'",
