@@ -53,8 +53,8 @@ import numpy as np
 from benchmarks import common
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import NO_START, reference, tables_for
-from mipopt.heuristics.policy import Decision, Policy
 from mipopt.heuristics.policies import make_policy
+from mipopt.heuristics.policy import Decision, Policy
 from mipopt.instance import Instance, InstanceBuilder, Workload
 from mipopt.simulation import simulate
 from mipopt.state.cluster import Cluster

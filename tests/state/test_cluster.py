@@ -14,7 +14,7 @@ def test_a_cluster_refuses_plan_bookkeeping(fig2b: mipopt.Instance) -> None:
     assert w.placement is not None
     spot = (w.placement.gpu, w.placement.start)
     for change in (cluster.hold, cluster.release):
-        with pytest.raises(TypeError, match="^a Cluster changes only by place, remove and move"):
+        with pytest.raises(TypeError, match=r"^a Cluster changes only by place, remove and move"):
             change(w.id, spot)
     assert cluster.placed[w.id] == spot  # nothing changed
     assert cluster.remove(w) == spot and w.id not in cluster.placed
