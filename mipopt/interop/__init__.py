@@ -6,6 +6,7 @@ into an instance is left to the importer built on them.
 
 from __future__ import annotations
 
+from mipopt.interop.build import instance_from_nvidia_smi
 from mipopt.interop.nvidia_smi import (
     PARSERS,
     ComputeInstanceRow,
@@ -52,6 +53,7 @@ __all__ = [
     "SummaryReport",
     "detect",
     "gpu_instance_profile_name",
+    "instance_from_nvidia_smi",
     "parse_lci",
     "parse_lgi",
     "parse_lgip",
