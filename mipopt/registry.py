@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from mipopt.errors import InstanceError
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from mipopt.exact.driver import Heuristic
     from mipopt.exact.sweep import Front
 
-__all__ = ["MethodSpec", "default_portfolio", "get_method", "method_names", "methods", "solve", "sweep"]
+__all__ = ["MethodSpec", "default_portfolio", "get_method", "methods", "solve", "sweep"]
 
 Kind = Literal["exact", "heuristic"]
 
@@ -191,10 +192,9 @@ def sweep(instance: Instance, **options: Any) -> Front:
 
 def _rule(function: str) -> Callable[..., Solution]:
     def run(instance: Instance) -> Solution:
-        from mipopt.heuristics import ibm_baselines, ibm_rules
+        from mipopt import heuristics  # exports IBM's five batch rules
 
-        module = ibm_baselines if function == "ibm_first_fit" else ibm_rules
-        solution: Solution = getattr(module, function)(instance)
+        solution: Solution = getattr(heuristics, function)(instance)
         return solution
 
     return run
@@ -273,13 +273,9 @@ def _table() -> dict[str, MethodSpec]:
     return {s.name: s for s in specs}
 
 
-_TABLE: dict[str, MethodSpec] = {}
-
-
+@cache
 def _methods() -> dict[str, MethodSpec]:
-    if not _TABLE:
-        _TABLE.update(_table())
-    return _TABLE
+    return _table()
 
 
 def methods() -> list[MethodSpec]:
@@ -317,11 +313,6 @@ def methods_text() -> str:
         lines.append(f"{name:<20} {kind:<10} {summary}")
         lines.append(f"{'':<31} options: {', '.join(options) or '-'}")
     return "\n".join(lines)
-
-
-def method_names() -> list[str]:
-    """The names of :func:`methods`, then ``adapter(<policy>)``."""
-    return [*_methods(), "adapter(<policy>)"]
 
 
 _SPEC = re.compile(r"^(?P<name>[a-z0-9-]+|adapter\(.+\))(?::(?P<options>.*))?$")
@@ -372,7 +363,11 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
         if match and match["options"]:
             raise InstanceError(path, f"method {name} takes no options in its name, got {spec!r}")
         return table[name]
-    policy = spec.replace("ibm-initial-online", "ibm-initial")
+    # a policy whose method name differs from its policy name (ibm-initial-online), also inside adapter(...)
+    policy = spec
+    for method in table.values():
+        if method.policy is not None and method.name != method.policy:
+            policy = re.sub(rf"(?<![\w-]){re.escape(method.name)}(?![\w-])", method.policy, policy)
     base_name = re.split(r"[:(]", policy, maxsplit=1)[0]
     policies = {s.policy for s in table.values() if s.policy} | {"adapter"}
     if base_name not in policies:

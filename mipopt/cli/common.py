@@ -98,11 +98,6 @@ def print_written(*paths: str | None) -> None:
         print(f"wrote {path}")
 
 
-def num(value: float | None) -> str:
-    """A number for a table, ``-`` for none."""
-    return "-" if value is None else f"{value:g}"
-
-
 # --- progress
 
 

@@ -12,7 +12,6 @@ from mipopt.cli.common import (
     FLAGS,
     BadInput,
     flagged,
-    num,
     print_json,
     print_written,
     read_instance,
@@ -23,6 +22,7 @@ from mipopt.cli.common import (
 from mipopt.cli.plan import DEFAULT_SEMANTICS, SEMANTICS_METAVAR, check_plan_options, plan_to
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, Termination, solution_to_dict
+from mipopt.instance.summary import value_text
 from mipopt.io import write_json
 
 if TYPE_CHECKING:
@@ -175,8 +175,8 @@ def _print_stage(event: StageEvent) -> None:
     """One line per stage on stderr: what is being solved, with the incumbent and bound so far."""
     head = f"mipopt: {event.elapsed_s:7.1f} s  {event.stage:<11} {event.model:<10}"
     if not event.done:
-        tail = f"started, incumbent {num(event.value)}"
+        tail = f"started, incumbent {value_text(event.value)}"
     else:
         term = event.termination.value if event.termination is not None else "-"
-        tail = f"{term}, value {num(event.value)}, bound {num(event.bound)}"
+        tail = f"{term}, value {value_text(event.value)}, bound {value_text(event.bound)}"
     print(f"{head} {tail}", file=sys.stderr, flush=True)

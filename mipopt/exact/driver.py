@@ -39,6 +39,7 @@ from mipopt.exact.models import MODELS, OBJECTIVES, SENSE, Formulation, GrmuMode
 from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.exact.preprocess.indexing import TooManyMultisets
 from mipopt.instance import Instance, Solution, StageResult, Status, Termination
+from mipopt.instance.summary import value_text
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
 from mipopt.verifier import evaluate, no_solution, solution_for, verify
 
@@ -591,7 +592,7 @@ class _Run:
         bound = shown.bound if shown is not None else None
         gap = shown.gap if shown is not None else None
         notes = [
-            f"{st.objective} {_fmt(st.value)} ({'proven' if st.proven else st.termination.value}, {st.model}, {st.runtime_s:.2f} s)"
+            f"{st.objective} {value_text(st.value)} ({'proven' if st.proven else st.termination.value}, {st.model}, {st.runtime_s:.2f} s)"
             for st in stages
         ]
         missing = [n for n, _, _ in self.stage_list() if n not in {st.objective for st in stages}]
@@ -610,10 +611,6 @@ class _Run:
             message="; ".join([*notes, *self.notes]),
         )
         return replace(sol, stages=stages)
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
 
 
 class _ConfigModels:

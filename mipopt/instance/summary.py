@@ -7,7 +7,8 @@ from mipopt.instance.types import Instance, Solution
 from mipopt.instance.view import gpus_text
 
 
-def _num(value: float | None) -> str:
+def value_text(value: float | None) -> str:
+    """A number as tables print it (``g`` format), ``-`` for none."""
     return "-" if value is None else f"{value:g}"
 
 
@@ -39,7 +40,7 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
         for st in sol.stages:
             gap = "-" if st.gap is None else f"{st.gap:.2%}"
             lines.append(
-                f"{st.objective:<12} {_num(st.value):>10} {_num(st.bound):>10} {gap:>8}  "
+                f"{st.objective:<12} {value_text(st.value):>10} {value_text(st.bound):>10} {gap:>8}  "
                 f"{'yes' if st.proven else 'no':<6} {st.model:<10} {st.runtime_s:>7.2f}s"
             )
     m = sol.metrics
