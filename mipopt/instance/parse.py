@@ -14,6 +14,7 @@ from mipopt.errors import InstanceError
 from mipopt.instance.types import (
     FORMAT_VERSION,
     INSTANCE_FORMAT,
+    REJECTION_CODES,
     SOLUTION_FORMAT,
     Assignment,
     Gpu,
@@ -21,6 +22,7 @@ from mipopt.instance.types import (
     Instance,
     Objectives,
     Placement,
+    Rejection,
     Solution,
     StageResult,
     Status,
@@ -218,6 +220,7 @@ _SOLUTION_OPTIONAL = (
     "termination",
     "status",
     "rejected",
+    "rejections",
     "runtime_s",
     "objectives",
     "bound",
@@ -244,8 +247,10 @@ def solution_from_dict(data: Any) -> Solution:
     checked), ``method`` :data:`HAND_METHOD`, ``termination`` :data:`HAND_TERMINATION`,
     ``status`` :data:`HAND_STATUS`, no ``rejected`` (the verifier counts every new
     workload that is not placed as rejected), no ``objectives`` or ``metrics`` (nothing
-    claimed). Whether the solution obeys the rules of an instance, and whether what it
-    claims is true, is the verifier's question (:func:`mipopt.verifier.verify`).
+    claimed), no ``rejections`` (why workloads are rejected: information, read and kept,
+    never checked; :func:`mipopt.verifier.rejection_reasons` recomputes it). Whether the
+    solution obeys the rules of an instance, and whether what it claims is true, is the
+    verifier's question (:func:`mipopt.verifier.verify`).
 
     Raises
     ------
@@ -294,6 +299,8 @@ def solution_from_dict(data: Any) -> Solution:
         raise InstanceError("metrics", f"must be an object, got {f.type_name(raw_metrics)}")
     metrics = {k: f.number(v, f"metrics.{k}", minimum=None) for k, v in raw_metrics.items()}
     stages = tuple(_stage(raw, f"stages[{i}]") for i, raw in enumerate(f.lst(d.get("stages", []), "stages")))
+    raw_rejections = f.lst(d.get("rejections", []), "rejections")
+    rejections = tuple(_rejection(raw, f"rejections[{i}]") for i, raw in enumerate(raw_rejections))
     return Solution(
         instance=f.string(d["instance"], "instance") if "instance" in d else "",
         method=f.string(d.get("method", HAND_METHOD), "method"),
@@ -308,6 +315,17 @@ def solution_from_dict(data: Any) -> Solution:
         metrics=metrics,
         message=f.string(d.get("message", ""), "message", nonempty=False),
         stages=stages,
+        rejections=rejections,
+    )
+
+
+def _rejection(raw: Any, path: str) -> Rejection:
+    r = f.obj(raw, path, ("workload", "reason", "message"))
+    code = f.string(r["reason"], f"{path}.reason")
+    if code not in REJECTION_CODES:
+        raise InstanceError(f"{path}.reason", f"must be one of {', '.join(REJECTION_CODES)}, got {code!r}")
+    return Rejection(
+        f.string(r["workload"], f"{path}.workload"), code, f.string(r["message"], f"{path}.message")
     )
 
 
@@ -340,12 +358,13 @@ def _stage(raw: Any, path: str) -> StageResult:
 def solution_to_dict(sol: Solution) -> dict[str, Any]:
     """The JSON form, every field written; reading it back gives an equal solution.
 
-    ``instance`` is left out when the solution names none (a hand-written one).
+    ``instance`` is left out when the solution names none (a hand-written one), and
+    ``rejections`` when the solution carries none (nobody asked why).
     """
     out: dict[str, Any] = {"format": SOLUTION_FORMAT, "version": FORMAT_VERSION}
     if sol.instance:
         out["instance"] = sol.instance
-    return out | {
+    out |= {
         "method": sol.method,
         "termination": sol.termination.value,
         "status": sol.status.value,
@@ -359,3 +378,6 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "message": sol.message,
         "stages": [st.to_dict() for st in sol.stages],
     }
+    if sol.rejections:
+        out["rejections"] = [r.to_dict() for r in sol.rejections]
+    return out

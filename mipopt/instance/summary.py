@@ -3,8 +3,15 @@
 
 from __future__ import annotations
 
-from mipopt.instance.types import Instance, Solution
+from collections.abc import Sequence
+
+from mipopt.instance.types import REJECTION_CODES, Instance, Rejection, Solution
 from mipopt.instance.view import gpus_text
+
+#: Up to this many rejections, one line each; beyond, one line per reason with counts.
+REJECTIONS_LISTED = 10
+#: Ids shown per reason when rejections are grouped.
+IDS_SHOWN = 5
 
 
 def value_text(value: float | None) -> str:
@@ -13,7 +20,8 @@ def value_text(value: float | None) -> str:
 
 
 def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> str:
-    """Termination, objectives, stages, moves, one row per workload, metrics and the GPUs drawn.
+    """Termination, objectives, stages, moves, one row per workload, metrics, the GPUs drawn
+    and, when the solution carries them, why workloads are rejected (:func:`rejections_text`).
 
     ``joint`` says that running workloads were free to move, so a move is explained as such.
     """
@@ -79,4 +87,43 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
         )
     lines.append("")
     lines.append(gpus_text(inst, sol.placed()))
+    if sol.rejections:
+        lines.append("")
+        lines.append(rejections_text(sol.rejections))
+    return "\n".join(lines)
+
+
+def rejections_text(rejections: Sequence[Rejection], *, head: str = "rejected") -> str:
+    """Why workloads are rejected: one line each, or, beyond :data:`REJECTIONS_LISTED`, one
+    line per reason with its count, the first ids and the first one's message.
+
+    ``head`` opens the first line, before the count (``mipopt validate`` says ``no method
+    can place``).
+
+    Examples
+    --------
+    >>> print(rejections_text([Rejection("w1", "host-capacity", "needs cpu 16, ...")]))
+    rejected 1 workload, why:
+      w1             host-capacity  needs cpu 16, ...
+    >>> many = [Rejection(f"w{i}", "not-chosen", f"no room left ({i})") for i in range(12)]
+    >>> print(rejections_text(many))
+    rejected 12 workloads, why (by reason, the first ids):
+      not-chosen       12  w0, w1, w2, w3, w4 and 7 more
+                           e.g. w0: no room left (0)
+    """
+    n = len(rejections)
+    if n <= REJECTIONS_LISTED:
+        lines = [f"{head} {n} workload{'s' if n != 1 else ''}, why:"]
+        lines += [f"  {r.workload:<14} {r.code:<14} {r.message}" for r in rejections]
+        return "\n".join(lines)
+    lines = [f"{head} {n} workloads, why (by reason, the first ids):"]
+    by_code: dict[str, list[Rejection]] = {}
+    for r in rejections:
+        by_code.setdefault(r.code, []).append(r)
+    order = {code: i for i, code in enumerate(REJECTION_CODES)}
+    for code, group in sorted(by_code.items(), key=lambda item: order.get(item[0], len(order))):
+        ids = ", ".join(r.workload for r in group[:IDS_SHOWN])
+        more = f" and {len(group) - IDS_SHOWN} more" if len(group) > IDS_SHOWN else ""
+        lines.append(f"  {code:<14} {len(group):>4}  {ids}{more}")
+        lines.append(f"  {'':<14} {'':>4}  e.g. {group[0].workload}: {group[0].message}")
     return "\n".join(lines)

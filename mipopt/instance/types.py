@@ -399,11 +399,46 @@ class Assignment:
 
 
 @dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why a workload is not placed in a solution, or can never be placed in an instance.
+
+    Made by :func:`mipopt.verifier.rejection_reasons` and :func:`mipopt.verifier.unplaceable`.
+
+    Attributes
+    ----------
+    workload
+        The workload's id.
+    code
+        The first reason that holds, in the order of :data:`REJECTION_CODES`: ``no-profile``
+        (no GPU model of the cluster has its profile), ``gpu-models`` (its ``gpu_models``
+        excludes every GPU that has it), ``host-capacity`` (no host with an eligible GPU has
+        the cpu or ram for it alone), ``not-chosen`` (it fits somewhere, but the method
+        preferred others).
+    message
+        The reason in words, with the numbers.
+    """
+
+    workload: str
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The JSON form of the solution's ``rejections`` list."""
+        return {"workload": self.workload, "reason": self.code, "message": self.message}
+
+
+#: The reasons a workload is rejected, in the order they are tried.
+REJECTION_CODES = ("no-profile", "gpu-models", "host-capacity", "not-chosen")
+
+
+@dataclass(frozen=True, slots=True)
 class Solution:
     """The result of any method (exact, heuristic, simulated), in one shape.
 
     ``objectives`` and ``metrics`` are what the method reports; the verifier
-    recomputes both and flags any difference.
+    recomputes both and flags any difference. ``rejections`` says why each rejected
+    workload is rejected, when someone asked (:func:`mipopt.verifier.explain`, ``mipopt
+    solve``); it is information, empty when nobody did.
 
     Examples
     --------
@@ -429,6 +464,7 @@ class Solution:
     metrics: dict[str, float] = field(default_factory=dict)
     message: str = ""
     stages: tuple[StageResult, ...] = ()
+    rejections: tuple[Rejection, ...] = ()
 
     def placed(self) -> dict[str, tuple[str, int]]:
         """Workload id -> (GPU id, start) of every placement (the last, when a workload is repeated)."""

@@ -19,19 +19,33 @@ from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.geometry import reference as geo
 from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination, Workload
 from mipopt.verifier.migration import PlanReport, verify_plan
+from mipopt.verifier.reasons import (
+    REJECTION_CODES,
+    Rejection,
+    explain,
+    rejection_reasons,
+    spot_left,
+    unplaceable,
+)
 from mipopt.verifier.rules import Breach, Held, StateCheck, check_state
 
 __all__ = [
+    "REJECTION_CODES",
     "Breach",
     "Held",
     "PlanReport",
+    "Rejection",
     "Report",
     "StateCheck",
     "check_claims",
     "check_state",
     "evaluate",
+    "explain",
     "no_solution",
+    "rejection_reasons",
     "solution_for",
+    "spot_left",
+    "unplaceable",
     "verify",
     "verify_plan",
 ]

@@ -123,7 +123,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
         "unknown-field",
         minimal(rejects=["llm-f"]),
         "rejects: unknown field (allowed: bound, format, gap, instance, message, method, metrics, "
-        "objectives, placements, rejected, runtime_s, stages, status, termination, version)",
+        "objectives, placements, rejected, rejections, runtime_s, stages, status, termination, version)",
     ),
     ("rejected-number", minimal(rejected=["llm-f", 3]), "rejected[1]: must be a string, got a number"),
     ("instance-empty", minimal(instance=""), "instance: must not be empty"),
