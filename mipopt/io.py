@@ -98,7 +98,12 @@ def write_json(path: str | Path, data: Any) -> None:
     write_atomic(Path(path), lambda fh: fh.write(text), text=True)
 
 
-def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool) -> None:
+def write_text(path: str | Path, text: str, *, executable: bool = False) -> None:
+    """Write ``text`` atomically (see :func:`write_atomic`); ``executable`` adds the x bits (a script)."""
+    write_atomic(Path(path), lambda fh: fh.write(text), text=True, executable=executable)
+
+
+def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool, executable: bool = False) -> None:
     """Write through ``write(file)`` to a temporary file beside ``path``, then rename it into place.
 
     A path that exists and is not a regular file (``/dev/null``, a pipe) is written in place:
@@ -117,7 +122,8 @@ def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool) -> N
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb") as fh:
             write(fh)
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_umask())
+        mode = path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_umask()
+        os.chmod(tmp, mode | (0o111 & ~_umask()) if executable else mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from mipopt import __version__
 from mipopt.cli import (
     bench,
     generate,
+    importer,
     info,
     partitions,
     plan,
@@ -34,7 +35,7 @@ from mipopt.cli import (
 from mipopt.cli.common import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 #: In the order of ``mipopt --help``.
-COMMANDS = (info, validate, verify, show, solve, plan, sweep, partitions, generate, simulate, bench)
+COMMANDS = (info, validate, verify, show, importer, solve, plan, sweep, partitions, generate, simulate, bench)
 
 DESCRIPTION = """\
 Place workloads on NVIDIA MIG GPU instances: look up GPU models and their profiles, check
@@ -46,12 +47,14 @@ examples:
   mipopt solve instances/quickstart.json     place the new workloads, proven optimal
   mipopt solve FILE --out sol.json           write the solution, then
   mipopt plan FILE sol.json                  plan the moves from FILE's current placement to it
+  mipopt import nvidia-smi node1/ node2/     an instance from what nvidia-smi printed per host
 """
 
 EPILOG = """\
 commands by task:
   look up      info, configs
   check        validate, verify, show, partitions
+  read         import
   place        solve, sweep, plan
   experiment   generate, simulate, bench
 

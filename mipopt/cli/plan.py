@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mipopt.cli.common import (
@@ -17,7 +19,7 @@ from mipopt.cli.common import (
 )
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
-from mipopt.io import write_json
+from mipopt.io import write_json, write_text
 
 if TYPE_CHECKING:
     from mipopt.migrate import Plan
@@ -56,15 +58,31 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--out", metavar="FILE", help="write the plan JSON (atomically)")
     p.add_argument("--json", action="store_true", help="print the plan JSON (with --ops: the operations)")
-    p.add_argument("--ops", action="store_true", help="print the NVML-style operations of each round")
+    p.add_argument("--ops", action="store_true", help="print the GPU-instance operations of each round")
+    p.add_argument(
+        "--emit",
+        metavar="nvidia-smi|nvml-python|mig-parted|json",
+        help="print what an operator runs: a bash script of nvidia-smi commands, a Python script "
+        "over NVML (pynvml), the final state as a mig-parted config, or the plan JSON with each "
+        "operation's host, GPU index and UUID (see docs/interop.md)",
+    )
+    p.add_argument("--emit-file", metavar="FILE", help="write the --emit form to FILE (atomically) instead")
     p.add_argument("--png", metavar="FILE", help="draw the GPUs before and after each round (atomically)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mipopt.render.plan import format_operations, nvml_operations, plan_png, plan_text
+    from mipopt.interop.emit import EMIT_FORMS, MIG_PARTED_WARNING, emit, plan_operations
+    from mipopt.render.plan import format_operations, plan_png, plan_text
 
     check_plan_options(args.semantics, args.method)
+    if args.emit is not None and args.emit not in EMIT_FORMS:
+        raise BadInput(f"--emit: must be one of {', '.join(EMIT_FORMS)}, got {args.emit!r}")
+    if args.emit_file and args.emit is None:
+        raise BadInput("--emit-file: give --emit FORM too")
+    for path in (args.out, args.png, args.emit_file):
+        if path and Path(path).resolve() in {Path(args.instance).resolve(), Path(args.target).resolve()}:
+            raise BadInput(f"{path}: is an input; write the result to another file")
     inst = read_instance(args.instance)
     target = read_solution(args.target)
     plan = plan_to(inst, target, args.target, args.semantics, args.method, args.time_limit)
@@ -72,17 +90,26 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.out, plan.to_dict())
     if args.png:
         plan_png(inst, plan, args.png, title=f"{inst.name}: to {target.method}")
-    if args.ops:
-        ops = nvml_operations(inst, plan)
+    if args.emit is not None:
+        text = emit(inst, plan, args.emit)
+        if args.emit_file:
+            write_text(args.emit_file, text, executable=args.emit in ("nvidia-smi", "nvml-python"))
+            print(f"wrote {args.emit_file}")
+        else:
+            print(text, end="")
+        if args.emit == "mig-parted":
+            print(f"mipopt: warning: {MIG_PARTED_WARNING}", file=sys.stderr)
+    elif args.ops:
+        ops = plan_operations(inst, plan)
         if args.json:
-            print_json([{"round": i, "operations": o} for i, o in enumerate(ops, 1)])
+            print_json([o.to_dict() for o in ops])
         else:
             print(format_operations(ops) or "nothing to do: the current placement is the target")
     elif args.json:
         print_json(plan.to_dict())
     else:
         print(plan_text(inst, plan))
-    if not args.json:
+    if not args.json and args.emit is None:
         print_written(args.out, args.png)
     return EXIT_OK
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mipopt.catalog import GpuModel, get_model
@@ -38,8 +39,14 @@ class InstanceBuilder:
         cpu: float | None = None,
         ram_gb: float | None = None,
         weight: float = 1.0,
+        device_indices: Mapping[str, int] | None = None,
+        uuids: Mapping[str, str] | None = None,
     ) -> None:
-        """Add a host with its GPUs (GPU id -> model name or model)."""
+        """Add a host with its GPUs (GPU id -> model name or model).
+
+        ``device_indices`` and ``uuids`` (GPU id -> value) say how each GPU is addressed on
+        the host (``nvidia-smi -i``, NVML), when known.
+        """
         custom = {m.name: m for m in self.custom_models}
         ids = []
         for gid, model in (gpus or {}).items():
@@ -48,7 +55,9 @@ class InstanceBuilder:
                     model = get_model(model, custom)
                 except KeyError as err:
                     raise InstanceError(f"hosts[{len(self._hosts)}].gpus", str(err.args[0])) from None
-            self._gpus.append(Gpu(gid, model, host_id, len(self._gpus)))
+            device = None if device_indices is None else device_indices.get(gid)
+            uuid = None if uuids is None else uuids.get(gid)
+            self._gpus.append(Gpu(gid, model, host_id, len(self._gpus), device, uuid))
             ids.append(gid)
         self._hosts.append(Host(host_id, tuple(ids), cpu, ram_gb, weight))
 
@@ -64,8 +73,12 @@ class InstanceBuilder:
         weight: float = 1.0,
         migration_weight: float = 1.0,
         gpu_models: tuple[str, ...] | list[str] | None = None,
+        gpu_instance_id: int | None = None,
     ) -> None:
-        """Add a workload; with ``placement=(gpu_id, start)`` it is running."""
+        """Add a workload; with ``placement=(gpu_id, start)`` it is running.
+
+        ``gpu_instance_id`` is the id the driver gave the running instance, when known.
+        """
         self._workloads.append(
             Workload(
                 workload_id,
@@ -75,7 +88,7 @@ class InstanceBuilder:
                 weight,
                 migration_weight,
                 None if gpu_models is None else tuple(gpu_models),
-                None if placement is None else Placement(*placement),
+                None if placement is None else Placement(*placement, gpu_instance_id),
                 pinned,
             )
         )

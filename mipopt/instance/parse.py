@@ -113,7 +113,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         gpu_ids = []
         for j, graw in enumerate(f.lst(h["gpus"], f"{path}.gpus")):
             gp = f"{path}.gpus[{j}]"
-            g = f.obj(graw, gp, ("id", "model"))
+            g = f.obj(graw, gp, ("id", "model"), ("device_index", "uuid"))
             gid = f.string(g["id"], f"{gp}.id")
             mname = f.string(g["model"], f"{gp}.model")
             if mname not in models:
@@ -121,7 +121,17 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
                     f"{gp}.model",
                     f"unknown GPU model {mname!r} (see `mipopt info`, or add custom_gpu_models)",
                 )
-            gpus.append(Gpu(gid, models[mname], hid, len(gpus)))
+            device = g.get("device_index")
+            gpus.append(
+                Gpu(
+                    gid,
+                    models[mname],
+                    hid,
+                    len(gpus),
+                    device_index=None if device is None else f.integer(device, f"{gp}.device_index"),
+                    uuid=None if g.get("uuid") is None else f.string(g["uuid"], f"{gp}.uuid"),
+                )
+            )
             gpu_ids.append(gid)
         hosts.append(
             Host(
@@ -161,8 +171,13 @@ def _workload(raw: Any, path: str) -> Workload:
     placement = None
     if w.get("placement") is not None:
         pp = f"{path}.placement"
-        p = f.obj(w["placement"], pp, ("gpu", "start"))
-        placement = Placement(f.string(p["gpu"], f"{pp}.gpu"), f.integer(p["start"], f"{pp}.start"))
+        p = f.obj(w["placement"], pp, ("gpu", "start"), ("gpu_instance_id",))
+        gi = p.get("gpu_instance_id")
+        placement = Placement(
+            f.string(p["gpu"], f"{pp}.gpu"),
+            f.integer(p["start"], f"{pp}.start"),
+            None if gi is None else f.integer(gi, f"{pp}.gpu_instance_id"),
+        )
     return Workload(
         wid,
         profile,
@@ -191,7 +206,7 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
         if h.ram_gb is not None:
             hd["ram_gb"] = h.ram_gb
         hd["weight"] = h.weight
-        hd["gpus"] = [{"id": g, "model": inst.gpu(g).model.name} for g in h.gpus]
+        hd["gpus"] = [_gpu_dict(inst.gpu(g)) for g in h.gpus]
         out["hosts"].append(hd)
     out["workloads"] = []
     for w in inst.workloads:
@@ -207,9 +222,20 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             wd["gpu_models"] = list(w.gpu_models)
         if w.placement is not None:
             wd["placement"] = {"gpu": w.placement.gpu, "start": w.placement.start}
+            if w.placement.gpu_instance_id is not None:
+                wd["placement"]["gpu_instance_id"] = w.placement.gpu_instance_id
         if w.pinned:
             wd["pinned"] = True
         out["workloads"].append(wd)
+    return out
+
+
+def _gpu_dict(g: Gpu) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": g.id, "model": g.model.name}
+    if g.device_index is not None:
+        out["device_index"] = g.device_index
+    if g.uuid is not None:
+        out["uuid"] = g.uuid
     return out
 
 

@@ -24,12 +24,18 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class Gpu:
-    """One physical GPU. ``index`` is its global position (hosts in order, then GPUs)."""
+    """One physical GPU. ``index`` is its global position (hosts in order, then GPUs).
+
+    ``device_index`` and ``uuid`` say how the GPU is addressed on its host (``nvidia-smi -i``,
+    NVML handles), when known: an imported cluster has them, a hand-written instance need not.
+    """
 
     id: str
     model: GpuModel
     host: str
     index: int
+    device_index: int | None = None
+    uuid: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +51,16 @@ class Host:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where an instance sits: a GPU and a start slot."""
+    """Where an instance sits: a GPU and a start slot.
+
+    ``gpu_instance_id`` is the GPU-instance id the driver gave the running instance
+    (``nvidia-smi mig -lgi``), when known; it names the instance but is not part of where it
+    sits, so two placements at the same GPU and start are equal whatever their ids.
+    """
 
     gpu: str
     start: int
+    gpu_instance_id: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +196,27 @@ def _check_hosts(inst: Instance) -> None:
     if len(gpu_path) != len(inst.gpus):
         orphan = next(g.id for g in inst.gpus if g.id not in gpu_path)
         raise InstanceError("hosts", f"GPU {orphan!r} belongs to no host")
+    _check_addresses(inst, gpu_path)
+
+
+def _check_addresses(inst: Instance, gpu_path: dict[str, str]) -> None:
+    """Device indices unique on their host, UUIDs unique in the cluster."""
+    by_index: dict[tuple[str, int], str] = {}
+    by_uuid: dict[str, str] = {}
+    for g in inst.gpus:
+        path = gpu_path[g.id]
+        if g.device_index is not None:
+            if g.device_index < 0:
+                raise InstanceError(f"{path}.device_index", f"must be >= 0, got {g.device_index}")
+            other = by_index.setdefault((g.host, g.device_index), g.id)
+            if other != g.id:
+                raise InstanceError(
+                    f"{path}.device_index", f"{g.device_index} is also GPU {other!r} of host {g.host!r}"
+                )
+        if g.uuid is not None:
+            other = by_uuid.setdefault(g.uuid, g.id)
+            if other != g.id:
+                raise InstanceError(f"{path}.uuid", f"{g.uuid!r} is also GPU {other!r}")
 
 
 def _check_workloads(inst: Instance) -> None:
@@ -226,6 +259,7 @@ def _check_running(inst: Instance) -> None:
     counts: dict[tuple[str, str], int] = defaultdict(int)
     media: dict[str, str] = {}
     compute: dict[str, int] = defaultdict(int)
+    gi_owner: dict[tuple[str, int], str] = {}
     for k, w in enumerate(inst.workloads):
         if w.placement is None:
             continue
@@ -234,6 +268,15 @@ def _check_running(inst: Instance) -> None:
         gpu = inst._gpu.get(w.placement.gpu)
         if gpu is None:
             raise InstanceError(f"{pp}.gpu", f"unknown GPU {w.placement.gpu!r}")
+        gi = w.placement.gpu_instance_id
+        if gi is not None:
+            if gi < 0:
+                raise InstanceError(f"{pp}.gpu_instance_id", f"must be >= 0, got {gi}")
+            other = gi_owner.setdefault((gpu.id, gi), w.id)
+            if other != w.id:
+                raise InstanceError(
+                    f"{pp}.gpu_instance_id", f"GPU instance {gi} on GPU {gpu.id!r} is also {other!r}"
+                )
         model = gpu.model
         if w.gpu_models is not None and model.name not in w.gpu_models:
             raise InstanceError(

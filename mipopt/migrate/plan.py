@@ -178,7 +178,7 @@ def plan_from_dict(data: Any) -> Plan:
         data,
         "",
         required=("format", "version", "instance", "semantics", "rounds"),
-        optional=("method", "final", "disrupted", "metrics", "runtime_s", "message"),
+        optional=("method", "final", "disrupted", "metrics", "runtime_s", "message", "operations"),
     )
     if d["format"] != FORMAT:
         raise InstanceError("format", f"expected {FORMAT!r}, got {d['format']!r}")
@@ -255,9 +255,13 @@ def plan_from_dict(data: Any) -> Plan:
     )
 
 
+#: Where a spot's GPU and instance are on the machine (written by ``mipopt plan --emit json``).
+ADDRESS_FIELDS = ("host", "gpu_index", "gpu_uuid", "gpu_instance_id")
+
+
 def _spot_of(x: Any, path: str) -> Spot:
-    """A ``{gpu, start}`` object."""
-    d = f.obj(x, path, required=("gpu", "start"))
+    """A ``{gpu, start}`` object, perhaps with its address (:data:`ADDRESS_FIELDS`, informational)."""
+    d = f.obj(x, path, required=("gpu", "start"), optional=ADDRESS_FIELDS)
     return f.string(d["gpu"], f.join(path, "gpu")), f.integer(d["start"], f.join(path, "start"))
 
 

@@ -1,27 +1,27 @@
 """A plan for people: its text form, the NVML operations an operator runs, and a picture.
 
 - :func:`plan_text`: the metrics, then per round its drains, moves and creates;
-- :func:`nvml_operations` / :func:`format_operations`: per round, GPU-instance operations in
-  execution order (the three phases of :mod:`mipopt.migrate.plan`): destroy the drained
-  instances, create every target instance, destroy the moved sources. Profile ids are the
-  catalog's (``nvidia-smi mig -lgip``), which differ between models for one profile name;
+- :func:`format_operations`: the GPU-instance operations of
+  :func:`mipopt.interop.emit.plan_operations` as text, per round in execution order (the three
+  phases of :mod:`mipopt.migrate.plan`). Profile ids are the catalog's (``nvidia-smi mig
+  -lgip``), which differ between models for one profile name;
 - :func:`plan_png`: the GPUs before the plan and after each round, one row per state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from mipopt.catalog import Profile
 from mipopt.instance import Gpu, Instance
+from mipopt.interop.emit import Operation
 from mipopt.migrate.plan import Plan, Spot
 from mipopt.render import placement as render
-from mipopt.state.occupancy import MOVE_KINDS
+from mipopt.state.occupancy import MOVE_KINDS, MOVE_LABELS
 
-__all__ = ["format_operations", "nvml_operations", "plan_png", "plan_states", "plan_text", "png_gpus"]
+__all__ = ["format_operations", "plan_png", "plan_states", "plan_text", "png_gpus"]
 
-KIND_LABELS = {"intra_gpu": "intra-GPU", "inter_gpu": "inter-GPU", "inter_host": "inter-host"}
 #: A cluster of more GPUs than this is drawn with only the GPUs the plan touches ...
 PNG_ALL_GPUS = 8
 #: ... and at most this many of them,
@@ -81,7 +81,7 @@ def plan_text(instance: Instance, plan: Plan) -> str:
         f"plan for {plan.instance!r}: {plan.semantics}, {plan.method} planner, "
         f"{rounds} round{'s' if rounds != 1 else ''} ({plan.runtime_s:.3f} s)"
     ]
-    by_kind = ", ".join(f"{_n(m.get(f'moves_{k}', 0))} {KIND_LABELS[k]}" for k in MOVE_KINDS)
+    by_kind = ", ".join(f"{_n(m.get(f'moves_{k}', 0))} {MOVE_LABELS[k]}" for k in MOVE_KINDS)
     lines.append(
         f"moves: {_n(m.get('moves', 0))} ({by_kind}), of which {_n(m.get('extra_moves', 0))} extra (parking)"
     )
@@ -113,14 +113,14 @@ def plan_text(instance: Instance, plan: Plan) -> str:
             p = _profile(instance, mv.workload, mv.target[0]).name
             note = "park" if mv.park else ""
             table.append(
-                (i, ("move", mv.workload, p, _at(mv.source), _at(mv.target), KIND_LABELS[mv.kind], note))
+                (i, ("move", mv.workload, p, _at(mv.source), _at(mv.target), MOVE_LABELS[mv.kind], note))
             )
         for c in r.creates:
             p = _profile(instance, c.workload, c.target[0]).name
             if c.source is None:
                 table.append((i, ("create", c.workload, p, "", _at(c.target), "", "new")))
             else:
-                kind = KIND_LABELS.get(c.kind or "", "")
+                kind = MOVE_LABELS.get(c.kind or "", "")
                 table.append((i, ("create", c.workload, p, _at(c.source), _at(c.target), kind, "restore")))
     widths = [max(len(row[k]) for _, row in table) for k in range(7)]
     current = 0
@@ -135,65 +135,20 @@ def plan_text(instance: Instance, plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _operation(instance: Instance, op: str, phase: str, wid: str, spot: Spot, comment: str) -> dict[str, Any]:
-    profile = _profile(instance, wid, spot[0])
-    return {
-        "op": op,
-        "phase": phase,
-        "workload": wid,
-        "gpu": spot[0],
-        "start": spot[1],
-        "profile": profile.name,
-        "profile_id": profile.id,
-        "comment": comment,
-    }
-
-
-def nvml_operations(instance: Instance, plan: Plan) -> list[list[dict[str, Any]]]:
-    """Per round, the GPU-instance operations in the order an operator runs them.
-
-    Phase 1 destroys the drained instances, phase 2 creates every target instance (moves'
-    targets in the plan's order, then new workloads and restores), phase 3 destroys the
-    moves' sources. A round starts when the previous one has finished; the operations of
-    one phase may run in parallel.
-
-    Returns
-    -------
-    list of list of dict
-        One list per round; each operation ``{"op": "create"|"destroy", "phase":
-        "drain"|"create"|"destroy", "workload", "gpu", "start", "profile", "profile_id",
-        "comment"}``, the profile being the workload's on that GPU's model.
-    """
-    rounds = []
-    for r in plan.rounds:
-        ops = [
-            _operation(instance, "destroy", "drain", d.workload, d.source, f"drain {d.workload} (disruptive)")
-            for d in r.drains
-        ]
-        for mv in r.moves:
-            comment = f"{mv.workload} (park)" if mv.park else mv.workload
-            ops.append(_operation(instance, "create", "create", mv.workload, mv.target, comment))
-        for c in r.creates:
-            comment = f"{c.workload} ({'new' if c.source is None else 'restore'})"
-            ops.append(_operation(instance, "create", "create", c.workload, c.target, comment))
-        for mv in r.moves:
-            comment = f"{mv.workload} (moved to {_at(mv.target)})"
-            ops.append(_operation(instance, "destroy", "destroy", mv.workload, mv.source, comment))
-        rounds.append(ops)
-    return rounds
-
-
-def format_operations(rounds: list[list[dict[str, Any]]]) -> str:
-    """The operations of :func:`nvml_operations` as text: ``round N`` then one line per operation."""
+def format_operations(operations: Sequence[Operation]) -> str:
+    """:func:`mipopt.interop.emit.plan_operations` as text: ``round N`` then one line per operation."""
     lines: list[str] = []
-    for i, ops in enumerate(rounds, 1):
-        lines.append(f"round {i}")
-        for o in ops:
-            if o["op"] == "create":
-                what = f"create GPU instance of profile {o['profile']} (id {o['profile_id']})"
-            else:
-                what = f"destroy GPU instance {o['profile']} (profile id {o['profile_id']})"
-            lines.append(f"  {what} at start {o['start']} on GPU {o['gpu']}  # {o['comment']}")
+    current = None
+    for o in operations:
+        if o.round != current:
+            current = o.round
+            lines.append(f"round {o.round}")
+        if o.op == "create":
+            what = f"create GPU instance of profile {o.profile} (id {o.profile_id})"
+        else:
+            gi = "" if o.gpu_instance_id is None else f" {o.gpu_instance_id}"
+            what = f"destroy GPU instance{gi} {o.profile} (profile id {o.profile_id})"
+        lines.append(f"  {what} at start {o.start} on GPU {o.gpu}  # {o.workload}: {o.comment}")
     return "\n".join(lines)
 
 

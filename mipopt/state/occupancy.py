@@ -25,12 +25,14 @@ from mipopt.catalog import Profile
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance
 
-__all__ = ["MOVE_KINDS", "Occupancy", "Spot", "move_kind"]
+__all__ = ["MOVE_KINDS", "MOVE_LABELS", "Occupancy", "Spot", "move_kind"]
 
 Spot = tuple[str, int]  # (GPU id, start)
 
 #: Kinds of relocations, as the verifier, the plans and the simulator count them.
 MOVE_KINDS = ("intra_gpu", "inter_gpu", "inter_host")
+#: How people read the move kinds.
+MOVE_LABELS = {"intra_gpu": "intra-GPU", "inter_gpu": "inter-GPU", "inter_host": "inter-host"}
 
 #: Slack of the host cpu and ram checks (sums of floats).
 EPS = 1e-9

@@ -13,9 +13,10 @@ from factories import INSTANCES
 
 from mipopt.cli import main
 from mipopt.instance import InstanceBuilder
+from mipopt.interop.emit import plan_operations
 from mipopt.io import load_instance, load_solution
 from mipopt.migrate import plan_migration
-from mipopt.render.plan import nvml_operations, plan_states, png_gpus
+from mipopt.render.plan import plan_states, png_gpus
 
 MOVES, MOVES_TARGET = INSTANCES / "moves.json", INSTANCES / "moves.target.json"
 SWAP, SWAP_TARGET = INSTANCES / "swap.json", INSTANCES / "swap.target.json"
@@ -100,22 +101,22 @@ def test_plan_out_prints_text_and_where(tmp_path: Path, capsys: Capsys) -> None:
 
 SWAP_OPS_CREATE_FIRST = """\
 round 1
-  create GPU instance of profile 3g.20gb (id 9) at start 0 on GPU g1  # a (park)
-  destroy GPU instance 3g.20gb (profile id 9) at start 0 on GPU g0  # a (moved to g1:0)
+  create GPU instance of profile 3g.20gb (id 9) at start 0 on GPU g1  # a: park (temporary, breaks a cycle of waits) from g0:0
+  destroy GPU instance 3g.20gb (profile id 9) at start 0 on GPU g0  # a: moved to g1:0
 round 2
-  create GPU instance of profile 3g.20gb (id 9) at start 0 on GPU g0  # b
-  destroy GPU instance 3g.20gb (profile id 9) at start 4 on GPU g0  # b (moved to g0:0)
+  create GPU instance of profile 3g.20gb (id 9) at start 0 on GPU g0  # b: intra-GPU move from g0:4
+  destroy GPU instance 3g.20gb (profile id 9) at start 4 on GPU g0  # b: moved to g0:0
 round 3
-  create GPU instance of profile 3g.20gb (id 9) at start 4 on GPU g0  # a
-  destroy GPU instance 3g.20gb (profile id 9) at start 0 on GPU g1  # a (moved to g0:4)
+  create GPU instance of profile 3g.20gb (id 9) at start 4 on GPU g0  # a: inter-GPU move from g1:0
+  destroy GPU instance 3g.20gb (profile id 9) at start 0 on GPU g1  # a: moved to g0:4
 """
 
 SWAP_OPS_DESTROY_FIRST = """\
 round 1
-  destroy GPU instance 3g.20gb (profile id 9) at start 0 on GPU g0  # drain a (disruptive)
-  destroy GPU instance 3g.20gb (profile id 9) at start 4 on GPU g0  # drain b (disruptive)
-  create GPU instance of profile 3g.20gb (id 9) at start 4 on GPU g0  # a (restore)
-  create GPU instance of profile 3g.20gb (id 9) at start 0 on GPU g0  # b (restore)
+  destroy GPU instance 3g.20gb (profile id 9) at start 0 on GPU g0  # a: drain (down until restored)
+  destroy GPU instance 3g.20gb (profile id 9) at start 4 on GPU g0  # b: drain (down until restored)
+  create GPU instance of profile 3g.20gb (id 9) at start 4 on GPU g0  # a: restore (drained from g0:0)
+  create GPU instance of profile 3g.20gb (id 9) at start 0 on GPU g0  # b: restore (drained from g0:4)
 """
 
 
@@ -134,9 +135,9 @@ def test_plan_ops_use_the_profile_id_of_each_model(capsys: Capsys) -> None:
     # 1g.10gb is id 19 on an H100-80GB, 2g.20gb id 14, 3g.40gb id 9, 4g.40gb id 5
     code, out, err = run(capsys, "plan", MOVES, MOVES_TARGET, "--ops", "--json")
     assert (code, err) == (0, "")
-    rounds = json.loads(out)
-    assert [r["round"] for r in rounds] == [1, 2]
-    assert [(o["op"], o["phase"], o["workload"], o["profile_id"]) for o in rounds[0]["operations"]] == [
+    ops = json.loads(out)
+    assert sorted({o["round"] for o in ops}) == [1, 2]
+    assert [(o["op"], o["phase"], o["workload"], o["profile_id"]) for o in ops if o["round"] == 1] == [
         ("create", "create", "to-other-host", 9),
         ("create", "create", "to-other-gpu", 14),
         ("create", "create", "new-start", 19),
@@ -144,16 +145,23 @@ def test_plan_ops_use_the_profile_id_of_each_model(capsys: Capsys) -> None:
         ("destroy", "destroy", "to-other-gpu", 14),
         ("destroy", "destroy", "new-start", 19),
     ]
-    assert rounds[1]["operations"] == [
+    assert [o for o in ops if o["round"] == 2] == [
         {
-            "op": "create",
+            "round": 2,
             "phase": "create",
+            "op": "create",
             "workload": "new",
+            "host": "h1",
             "gpu": "h1-g0",
-            "start": 0,
+            "gpu_index": 0,
+            "gpu_index_known": False,
+            "gpu_uuid": None,
             "profile": "4g.40gb",
             "profile_id": 5,
-            "comment": "new (new)",
+            "start": 0,
+            "size": 4,
+            "gpu_instance_id": None,
+            "comment": "new request",
         }
     ]
 
@@ -167,11 +175,11 @@ def test_a_drain_is_destroyed_before_any_create() -> None:
     inst = b.build()
     plan = plan_migration(inst, {"a": ("g0", 4), "b": ("g0", 0)})
     assert plan.metrics["disruptive_moves"] == 1 and len(plan.disrupted) == 1
-    ops = [o for r in nvml_operations(inst, plan) for o in r]
+    ops = list(plan_operations(inst, plan))
     drained = plan.disrupted[0]
-    first = ops.index(next(o for o in ops if o["phase"] == "drain"))
-    assert ops[first]["comment"] == f"drain {drained} (disruptive)"
-    assert all(o["phase"] != "create" for o in ops[:first])
+    first = ops.index(next(o for o in ops if o.phase == "drain"))
+    assert (ops[first].workload, ops[first].comment) == (drained, "drain (down until restored)")
+    assert all(o.phase != "create" for o in ops[:first])
     assert plan_states(inst, plan)[-1] == plan.final
 
 
