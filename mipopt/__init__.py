@@ -34,6 +34,9 @@ _EXPORTS = {
     "methods": "mipopt.registry",
     "solve": "mipopt.registry",
     "verify": "mipopt.verifier",
+    "rejection_reasons": "mipopt.verifier",
+    "instance_from_nvidia_smi": "mipopt.interop",
+    "instance_from_kubernetes": "mipopt.interop",
     "plan_migration": "mipopt.migrate",
     "sweep": "mipopt.registry",
     "simulate": "mipopt.simulation.engine",
@@ -54,11 +57,14 @@ __all__ = [
     "catalog",
     "compare_methods",
     "get_model",
+    "instance_from_kubernetes",
+    "instance_from_nvidia_smi",
     "load_instance",
     "load_solution",
     "make_policy",
     "methods",
     "plan_migration",
+    "rejection_reasons",
     "simulate",
     "solve",
     "sweep",
@@ -72,11 +78,12 @@ if TYPE_CHECKING:
     from mipopt.errors import InstanceError
     from mipopt.heuristics.policies import make_policy
     from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
+    from mipopt.interop import instance_from_kubernetes, instance_from_nvidia_smi
     from mipopt.io import load_instance, load_solution
     from mipopt.migrate import plan_migration
     from mipopt.registry import MethodSpec, methods, solve, sweep
     from mipopt.simulation.engine import simulate
-    from mipopt.verifier import verify
+    from mipopt.verifier import rejection_reasons, verify
 
 
 def __getattr__(name: str) -> Any:

@@ -459,7 +459,8 @@ def solve(
     Returns
     -------
     Solution
-        Its status says what was proven; a time-limited exact answer carries its bound and gap.
+        Its status says what was proven; a time-limited exact answer carries its bound and gap;
+        ``rejections`` says why each rejected workload is (:func:`mipopt.verifier.rejection_reasons`).
 
     Raises
     ------
@@ -498,4 +499,7 @@ def solve(
         }.items()
         if v is not None
     }
-    return spec.solve(instance, **given)
+    from mipopt.verifier import explain
+
+    # why each rejected workload is rejected (Solution.rejections)
+    return explain(instance, spec.solve(instance, **given), exact=spec.kind == "exact")

@@ -24,7 +24,6 @@ from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, Termination, solution_to_dict
 from mipopt.instance.summary import value_text
 from mipopt.io import write_json
-from mipopt.verifier import explain
 
 if TYPE_CHECKING:
     from mipopt.exact.driver import StageEvent
@@ -115,7 +114,6 @@ def run(args: argparse.Namespace) -> int:
         check_plan_options(args.semantics, "graph")
     inst = read_instance(args.instance)
     sol = _solve(inst, spec.name, given, args) if spec.kind == "exact" else _call(inst, spec.name, given)
-    sol = explain(inst, sol, exact=spec.kind == "exact")  # why each rejected workload is rejected
     plan = plan_to(inst, sol, "--plan", args.semantics, "graph", None) if args.plan else None
     if args.out:
         write_json(args.out, solution_to_dict(sol))
