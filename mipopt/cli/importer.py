@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from mipopt.cli.common import EXIT_OK, BadInput, print_json, read_instance
+from mipopt.cli.common import EXIT_OK, BadInput, print_json, read_instance, refuse_overwriting
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance
 from mipopt.io import write_json
@@ -98,23 +98,12 @@ def _hosts(args: argparse.Namespace) -> dict[str, list[Path]]:
     return hosts
 
 
-def _refuse_overwriting(out: str | None, inputs: list[Path]) -> None:
-    if out is None:
-        return
-    target = Path(out).resolve()
-    for path in inputs:
-        if path.resolve() == target:
-            raise BadInput(f"--out: {out} is an input; write the result to another file")
-        if path.is_dir() and target.parent == path.resolve():
-            raise BadInput(f"--out: {out} is in the input directory {path}; write it elsewhere")
-
-
 def run_nvidia_smi(args: argparse.Namespace) -> int:
     from mipopt.interop import instance_from_nvidia_smi
 
     hosts = _hosts(args)
     inputs = [f for files in hosts.values() for f in files]
-    _refuse_overwriting(args.out, inputs + ([Path(args.merge)] if args.merge else []))
+    refuse_overwriting("--out", args.out, inputs + ([Path(args.merge)] if args.merge else []))
     base = read_instance(args.merge) if args.merge else None
     try:
         inst = instance_from_nvidia_smi(
@@ -129,7 +118,7 @@ def run_kubernetes(args: argparse.Namespace) -> int:
     from mipopt.interop import instance_from_kubernetes
 
     inputs = [Path(args.nodes)] + ([Path(args.pods)] if args.pods else [])
-    _refuse_overwriting(args.out, inputs + ([Path(args.merge)] if args.merge else []))
+    refuse_overwriting("--out", args.out, inputs + ([Path(args.merge)] if args.merge else []))
     base = read_instance(args.merge) if args.merge else None
     try:
         result = instance_from_kubernetes(args.nodes, args.pods, name=args.name)

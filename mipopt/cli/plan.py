@@ -16,6 +16,7 @@ from mipopt.cli.common import (
     print_written,
     read_instance,
     read_solution,
+    refuse_overwriting,
 )
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
@@ -80,9 +81,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--emit: must be one of {', '.join(EMIT_FORMS)}, got {args.emit!r}")
     if args.emit_file and args.emit is None:
         raise BadInput("--emit-file: give --emit FORM too")
-    for path in (args.out, args.png, args.emit_file):
-        if path and Path(path).resolve() in {Path(args.instance).resolve(), Path(args.target).resolve()}:
-            raise BadInput(f"{path}: is an input; write the result to another file")
+    for flag, path in (("--out", args.out), ("--png", args.png), ("--emit-file", args.emit_file)):
+        refuse_overwriting(flag, path, [Path(args.instance), Path(args.target)])
     inst = read_instance(args.instance)
     target = read_solution(args.target)
     plan = plan_to(inst, target, args.target, args.semantics, args.method, args.time_limit)

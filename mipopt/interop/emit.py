@@ -96,6 +96,16 @@ class Operation:
         return asdict(self)
 
 
+def gpu_indices(instance: Instance) -> dict[str, int]:
+    """GPU id -> its ``nvidia-smi`` index on its host: the recorded ``device_index``, else its
+    position among the host's GPUs in the instance."""
+    return {
+        gid: pos if instance.gpu(gid).device_index is None else instance.gpu(gid).device_index  # type: ignore[misc]
+        for h in instance.hosts
+        for pos, gid in enumerate(h.gpus)
+    }
+
+
 def _profile(instance: Instance, workload: str, gpu: str) -> Profile:
     return instance.gpu(gpu).model.profile(instance.workload(workload).profile)
 
@@ -115,7 +125,7 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
     >>> [(o.round, o.op, o.workload, o.gpu, o.start) for o in plan_operations(inst, plan)][:2]
     [(1, 'create', 'batch-d', 'h1-g1', 0), (1, 'create', 'infer-e', 'h1-g0', 2)]
     """
-    position = {g: i for h in instance.hosts for i, g in enumerate(h.gpus)}
+    index = gpu_indices(instance)
     original = {
         w.id: (w.placement.gpu, w.placement.start, w.placement.gpu_instance_id)
         for w in instance.workloads
@@ -134,7 +144,7 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
             workload,
             gpu.host,
             gpu.id,
-            position[gpu.id] if gpu.device_index is None else gpu.device_index,
+            index[gpu.id],
             gpu.device_index is not None,
             gpu.uuid,
             profile.name,
@@ -176,7 +186,7 @@ def addressed_plan(instance: Instance, plan: Plan) -> dict[str, Any]:
     :class:`Operation` records. :func:`mipopt.migrate.plan.plan_from_dict` and
     :func:`mipopt.verifier.verify_plan` read it like the plain form.
     """
-    position = {g: i for h in instance.hosts for i, g in enumerate(h.gpus)}
+    index = gpu_indices(instance)
     running = {
         (w.id, w.placement.gpu, w.placement.start): w.placement.gpu_instance_id
         for w in instance.workloads
@@ -186,7 +196,7 @@ def addressed_plan(instance: Instance, plan: Plan) -> dict[str, Any]:
     def address(workload: str, spot: dict[str, Any]) -> None:
         gpu = instance.gpu(spot["gpu"])
         spot["host"] = gpu.host
-        spot["gpu_index"] = position[gpu.id] if gpu.device_index is None else gpu.device_index
+        spot["gpu_index"] = index[gpu.id]
         if gpu.uuid is not None:
             spot["gpu_uuid"] = gpu.uuid
         gi = running.get((workload, spot["gpu"], spot["start"]))
@@ -512,7 +522,7 @@ def mig_parted_config(instance: Instance, final: dict[str, Spot]) -> str:
     ``nvidia-mig-parted apply -f FILE -c mipopt-HOST`` (or the GPU operator's
     ``nvidia.com/mig.config`` label).
     """
-    position = {g: i for h in instance.hosts for i, g in enumerate(h.gpus)}
+    index = gpu_indices(instance)
     counts: dict[str, Counter[str]] = {g.id: Counter() for g in instance.gpus}
     for wid, (gpu, _) in final.items():
         counts[gpu][_profile(instance, wid, gpu).name] += 1
@@ -523,7 +533,7 @@ def mig_parted_config(instance: Instance, final: dict[str, Spot]) -> str:
         for gid in h.gpus:
             g = instance.gpu(gid)
             key = (g.model.name, tuple(sorted(counts[gid].items())))
-            groups.setdefault(key, []).append(position[gid] if g.device_index is None else g.device_index)
+            groups.setdefault(key, []).append(index[gid])
         entries = []
         for (model, layout), devices in groups.items():
             entry: dict[str, Any] = {"devices": sorted(devices)}

@@ -273,3 +273,14 @@ def test_kubernetes_then_nvidia_smi_merge(tmp_path: Path, capsys: pytest.Capture
     assert "note: ml/serve on gpu-a: 1 x 2g.10gb running, GPU and start unknown" in err
     inst = mipopt.load_instance(k8s)
     assert [(h.id, len(h.gpus)) for h in inst.hosts] == [("gpu-a", 2)]
+
+
+def test_plan_refuses_to_write_onto_its_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    instance = Path(__file__).resolve().parents[2] / "instances" / "swap.json"
+    target = tmp_path / "target.json"
+    target.write_text((instance.parent / "swap.target.json").read_text())
+    before = target.read_text()
+    code, out, err = run(capsys, "plan", instance, target, "--emit", "json", "--emit-file", target)
+    assert (code, out) == (2, "")
+    assert err == f"mipopt: error: --emit-file: {target} is an input; write the result to another file\n"
+    assert target.read_text() == before
