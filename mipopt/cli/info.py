@@ -92,9 +92,12 @@ def run_configs(args: argparse.Namespace) -> int:
         ("distinct multisets of instances", stats.multisets),
         ("reached by sequential default placement", stats.default_reachable),
         ("  of which suboptimal", stats.default_reachable_suboptimal),
+        ("beaten on a profile by a rearrangement, same or lower CC", stats.profile_alternatives),
+        ("pairs of configurations on two GPUs", stats.gpu_pairs),
+        ("  beaten on a profile by a pair with the same instances", stats.pair_profile_alternatives),
         ("maximal layouts of the profile families", stats.maximal_layouts),
         ("  before driver R510 (no 4g beside 3g)", stats.maximal_layouts_pre_r510),
     ]
     for label, value in rows:
-        print(f"  {label:<52} {value:>6}")
+        print(f"  {label:<58} {value:>7}")
     return EXIT_OK
