@@ -40,22 +40,36 @@ from __future__ import annotations
 import csv
 import math
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mipopt.catalog import get_model
+from mipopt.catalog import Profile, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import InstanceBuilder
 from mipopt.workloads.trace import Request, Trace
 
-__all__ = ["NODE_FILE", "POD_FILE", "alibaba_peak", "alibaba_summary", "alibaba_trace"]
+__all__ = [
+    "NODE_FILE",
+    "POD_FILE",
+    "POD_PHASES",
+    "SHARES",
+    "alibaba_peak",
+    "alibaba_summary",
+    "alibaba_trace",
+]
 
 NODE_FILE = "openb_node_list_gpu_node.csv"
 POD_FILE = "openb_pod_list_default.csv"
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu")
 _POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time")
+_PHASE_COLUMN = "pod_phase"
+#: Kubernetes pod phases (the trace has Running, Failed, Pending and Succeeded).
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+#: How a pod's GPU need u is compared with a profile (``share`` of :func:`alibaba_trace`).
+SHARES = ("product", "compute", "memory")
 _MODEL = "A100-40GB"
 _HOUR_S = 3600.0
 # The trace counts time in whole seconds; a pod deleted in the second it was created
@@ -73,6 +87,10 @@ def alibaba_trace(
     resources: bool = True,
     gpus_per_host: int | None = None,
     duration_scale: float = 1.0,
+    iqr: bool = True,
+    phases: str | Sequence[str] | None = None,
+    cpu_pods: bool = True,
+    share: str = "product",
 ) -> Trace:
     """Read the Alibaba GPU trace 2023 from ``path`` and map it to MIG requests (GRMU section 8.1).
 
@@ -97,6 +115,20 @@ def alibaba_trace(
       ones); 1 reads section 8.1's "each GPU mapped to an NVIDIA A100" as one A100 per
       node (1,213 GPUs instead of 6,212).
 
+    Readings of section 8.1 where the paper leaves a choice (the defaults give its 8,063
+    workloads):
+
+    * ``iqr=False`` keeps the arrival-time outliers (step 2 skipped).
+    * ``phases``: only pods whose ``pod_phase`` is one of these count as VMs, e.g.
+      ``"Running+Succeeded+Failed"`` (the pods that were scheduled; a string joins
+      phases with ``+``); None keeps every phase. The IQR rule then runs over those pods.
+    * ``cpu_pods=False`` drops the pods that ask for no GPU (``num_gpu`` or
+      ``gpu_milli`` 0; 1,088 of the real trace, all mapped to 1g.5gb otherwise).
+    * ``share``: what u is compared with. ``"product"`` is Eqs. 28-29 (compute x
+      memory slots, normalized); ``"compute"`` the profile's share of the compute
+      slices (1/7 ... 7/7) and ``"memory"`` its share of the memory slots (1/8 ... 8/8),
+      each the GPU fraction the profile gives. Ties go to the smaller profile.
+
     Parameters
     ----------
     path
@@ -115,6 +147,14 @@ def alibaba_trace(
         At most this many GPUs per host, at least 1; None keeps every GPU of the node.
     duration_scale
         Factor multiplying durations, positive.
+    iqr
+        Whether arrival-time outliers are removed.
+    phases
+        Pod phases that count as VMs (names from :data:`POD_PHASES`); None: all.
+    cpu_pods
+        Whether pods without GPUs count as VMs.
+    share
+        One of :data:`SHARES`.
 
     Returns
     -------
@@ -140,17 +180,22 @@ def alibaba_trace(
         isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or gpus_per_host < 1
     ):
         raise ValueError(f"gpus_per_host must be a whole number >= 1 or None, got {gpus_per_host!r}")
+    if share not in SHARES:
+        raise ValueError(f"share must be one of {', '.join(SHARES)}, got {share!r}")
+    wanted = _phases(phases)
     root = Path(path)
     nodes = _read(root / NODE_FILE, _NODE_COLUMNS)
-    pods = _read(root / POD_FILE, _POD_COLUMNS)
+    pods = _read(root / POD_FILE, _POD_COLUMNS + ((_PHASE_COLUMN,) if wanted is not None else ()))
     node_file, pod_file = str(root / NODE_FILE), str(root / POD_FILE)
 
     model = get_model(_MODEL)
     profiles = [p for p in model.profiles if not p.media_extension]
-    score = np.array([p.compute * p.memory_slots for p in profiles], dtype=float)
+    score = np.array([_share(p, share) for p in profiles], dtype=float)
     score /= score.max()
-    # Ties (none among the six profiles) go to the smaller profile.
-    order = sorted(range(len(profiles)), key=lambda k: (score[k], profiles[k].memory_slots))
+    # Ties (none among the six profiles under "product") go to the smaller profile.
+    order = sorted(
+        range(len(profiles)), key=lambda k: (score[k], profiles[k].memory_slots, profiles[k].compute)
+    )
     profiles = [profiles[k] for k in order]
     score = score[order]
 
@@ -158,13 +203,20 @@ def alibaba_trace(
     created = _numbers(pods, "creation_time", pod_file)
     deleted = _numbers(pods, "deletion_time", pod_file)
     need = _numbers(pods, "num_gpu", pod_file) * _numbers(pods, "gpu_milli", pod_file) / 1000.0
-    q1, q3 = np.percentile(created, [25, 75]) if len(created) else (0.0, 0.0)
+    vm = np.ones(len(names), dtype=bool)
+    if wanted is not None:
+        vm &= np.isin(np.asarray(pods[_PHASE_COLUMN], dtype=object), list(wanted))
+    if not cpu_pods:
+        vm &= need > 0
+    q1, q3 = np.percentile(created[vm], [25, 75]) if vm.any() else (0.0, 0.0)
     low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
-    inlier = (created >= low) & (created <= high)
+    inlier = (created >= low) & (created <= high) if iqr else np.ones(len(names), dtype=bool)
     single = need <= 1.0
-    keep = np.flatnonzero(inlier & single)
+    keep = np.flatnonzero(vm & inlier & single)
     if not len(keep):
-        raise InstanceError(pod_file, "no pod left after removing arrival outliers and multi-GPU pods")
+        raise InstanceError(
+            pod_file, "no pod left after selecting VMs and removing arrival outliers and multi-GPU pods"
+        )
     u = need[keep]
     u_hat = u / u.max() if u.max() > 0 else u
     chosen = np.abs(u_hat[:, None] - score[None, :]).argmin(axis=1)
@@ -220,7 +272,11 @@ def alibaba_trace(
         name=f"alibaba-gpu-v2023-x{compress:g}"
         + (f"-hosts{host_fraction:g}" if host_fraction < 1 else "")
         + (f"-gpus{gpus_per_host}" if gpus_per_host is not None else "")
-        + (f"-d{duration_scale:g}" if duration_scale != 1 else ""),
+        + (f"-d{duration_scale:g}" if duration_scale != 1 else "")
+        + ("" if iqr else "-noiqr")
+        + ("" if wanted is None else "-" + "+".join(wanted))
+        + ("" if cpu_pods else "-gpupods")
+        + ("" if share == "product" else f"-{share}"),
         cluster=b.build(),
         requests=requests,
         time_unit="h",
@@ -234,9 +290,14 @@ def alibaba_trace(
             "resources": resources,
             "gpus_per_host": gpus_per_host,
             "duration_scale": duration_scale,
+            "iqr": iqr,
+            "phases": None if wanted is None else list(wanted),
+            "cpu_pods": cpu_pods,
+            "share": share,
             "pods": len(names),
-            "dropped_outliers": int((~inlier).sum()),
-            "dropped_multi_gpu": int((inlier & ~single).sum()),
+            "dropped_not_vm": int((~vm).sum()),
+            "dropped_outliers": int((vm & ~inlier).sum()),
+            "dropped_multi_gpu": int((vm & inlier & ~single).sum()),
             "iqr_bounds_s": [float(low), float(high)],
             "profile_scores": {p.name: float(s) for p, s in zip(profiles, score, strict=True)},
         },
@@ -311,6 +372,26 @@ def alibaba_peak(trace: Trace) -> tuple[float, int]:
     alive = np.cumsum(deltas[order])
     k = int(alive.argmax())  # the first maximum: the earliest moment
     return float(times[order][k]), int(alive[k])
+
+
+def _phases(phases: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``phases`` as a tuple of known pod phases (``"Running+Failed"`` split on ``+``); ValueError otherwise."""
+    if phases is None:
+        return None
+    items = [x.strip() for x in phases.split("+")] if isinstance(phases, str) else [str(x) for x in phases]
+    bad = [x for x in items if x not in POD_PHASES]
+    if bad or not items:
+        raise ValueError(f"phases must be pod phases joined by '+' ({', '.join(POD_PHASES)}), got {phases!r}")
+    return tuple(dict.fromkeys(items))
+
+
+def _share(profile: Profile, share: str) -> float:
+    """The quantity of ``profile`` compared with a pod's GPU need (before normalizing)."""
+    if share == "compute":
+        return float(profile.compute)
+    if share == "memory":
+        return float(profile.memory_slots)
+    return float(profile.compute * profile.memory_slots)
 
 
 def _read(file: Path, columns: tuple[str, ...]) -> dict[str, list[str]]:
