@@ -34,6 +34,7 @@ from mipopt.instance import Instance, Solution
 if TYPE_CHECKING:
     from mipopt.exact.driver import Heuristic
     from mipopt.exact.sweep import Front
+    from mipopt.heuristics.policy import Policy
 
 __all__ = ["MethodSpec", "default_portfolio", "get_method", "methods", "solve", "sweep"]
 
@@ -70,6 +71,12 @@ class MethodSpec:
         For an online policy run in batch: the policy spec it makes (``ibm-initial``).
     preset
         Options fixed by the name (``exact-initial`` is ``exact`` with ``use_case="initial"``).
+    moves
+        Whether the method may move running workloads: the exact models but ``use_case="initial"``,
+        IBM's compaction, reconfiguration and joint rules, a policy that migrates when a request
+        finds no place (GRMU's defragmentation; MIG-Adapter as its inner policy). Run in batch,
+        no policy ticks or sees a departure. :func:`mipopt.compare.compare_methods` measures a
+        method that cannot move against the initial optimum, one that may against the joint one.
 
     Examples
     --------
@@ -85,6 +92,7 @@ class MethodSpec:
     run: Callable[..., Solution] = field(repr=False, compare=False)
     policy: str | None = None
     preset: Mapping[str, Any] = field(default_factory=dict)
+    moves: bool = False
 
     def takes(self, options: Mapping[str, Any]) -> tuple[str, ...]:
         """The options this method takes, given the others (``wpm`` takes no ``objective``)."""
@@ -212,7 +220,26 @@ def _policy(spec: str) -> Callable[..., Solution]:
 
 def _exact_spec(name: str, summary: str, preset: Mapping[str, Any]) -> MethodSpec:
     options = tuple(o for o in GRMU_OPTIONS if o not in preset)
-    return MethodSpec(name, "exact", summary, options, _exact, preset=dict(preset))
+    return MethodSpec(
+        name, "exact", summary, options, _exact, preset=dict(preset), moves=_exact_moves(preset)
+    )
+
+
+def _exact_moves(preset: Mapping[str, Any]) -> bool:
+    """An exact model may move running workloads unless its use case is ``initial``."""
+    return preset.get("use_case") != "initial"
+
+
+def _policy_moves(policy: Policy) -> bool:
+    """Whether a policy run in batch may move running workloads: only by acting when a request
+    finds no place (:meth:`Policy.on_reject`), as GRMU's defragmentation does; MIG-Adapter's own
+    borrowing moves nothing that runs, its inner policy may."""
+    from mipopt.heuristics.adapter import Adapter
+    from mipopt.heuristics.policy import Policy
+
+    if isinstance(policy, Adapter):
+        return _policy_moves(policy.inner)
+    return type(policy).on_reject is not Policy.on_reject and getattr(policy, "defrag", True) is not False
 
 
 def _table() -> dict[str, MethodSpec]:
@@ -251,6 +278,7 @@ def _table() -> dict[str, MethodSpec]:
             "IBM rule-based compaction: moves running workloads only",
             (),
             _rule("ibm_compaction"),
+            moves=True,
         ),
         MethodSpec(
             "ibm-reconfiguration",
@@ -258,9 +286,15 @@ def _table() -> dict[str, MethodSpec]:
             "IBM rule-based reconfiguration: moves running workloads only",
             (),
             _rule("ibm_reconfiguration"),
+            moves=True,
         ),
         MethodSpec(
-            "ibm-joint", "heuristic", "IBM reconfiguration, then initial deployment", (), _rule("ibm_joint")
+            "ibm-joint",
+            "heuristic",
+            "IBM reconfiguration, then initial deployment",
+            (),
+            _rule("ibm_joint"),
+            moves=True,
         ),
     ]
     for policy in policy_names():
@@ -268,8 +302,19 @@ def _table() -> dict[str, MethodSpec]:
             continue
         # the batch rule is ibm-initial; the online rule, one arrival at a time, is ibm-initial-online
         name = f"{policy}-online" if policy == "ibm-initial" else policy
-        summary = f"online policy: {make_policy(policy).describe()}"
-        specs.append(MethodSpec(name, "heuristic", summary, ("seed",), _policy(policy), policy=policy))
+        made = make_policy(policy)
+        summary = f"online policy: {made.describe()}"
+        specs.append(
+            MethodSpec(
+                name,
+                "heuristic",
+                summary,
+                ("seed",),
+                _policy(policy),
+                policy=policy,
+                moves=_policy_moves(made),
+            )
+        )
     return {s.name: s for s in specs}
 
 
@@ -351,11 +396,13 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
     if name in table and table[name].kind == "exact":
         base = table[name]
         given = _exact_options(match["options"] if match else None, base, path)
+        preset = {**base.preset, **given}
         return replace(
             base,
             name=spec,
-            preset={**base.preset, **given},
+            preset=preset,
             options=tuple(o for o in base.options if o not in given),
+            moves=_exact_moves(preset),
         )
     if name in table and table[name].policy is not None and match and match["options"] is None:
         return table[name]
@@ -377,7 +424,13 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
 
     made = make_policy(policy, path)  # bad policy options fail here, naming path
     return MethodSpec(
-        spec, "heuristic", f"online policy: {made.describe()}", ("seed",), _policy(policy), policy=policy
+        spec,
+        "heuristic",
+        f"online policy: {made.describe()}",
+        ("seed",),
+        _policy(policy),
+        policy=policy,
+        moves=_policy_moves(made),
     )
 
 

@@ -18,6 +18,7 @@ from mipopt.cli import main
 from mipopt.compare import (
     COLUMNS,
     EXACT,
+    EXACT_INITIAL,
     GapRow,
     InvalidSolutionError,
     compare_methods,
@@ -40,6 +41,9 @@ FBK = INSTANCES / "fbk_fig3.json"
 # 1g instances inside g0 costs no migration (Eq. 5) and frees slots 0-3 for the 4g.20gb, 4-7
 # for the 3g.20gb; the 2g.10gb then has no room: 4 of 5 accepted on one host and one GPU.
 FIG2B_OPTIMUM = (4.0, 2.0, 0.0)
+# Moving nothing (the initial use case), the 1g.5gb at slots 0 and 3 block the 4g.20gb (start 0);
+# the 2g.10gb and the 3g.20gb both need slots from 4: one of them, 3 of 5 accepted, as first fit.
+FIG2B_INITIAL_OPTIMUM = (3.0, 2.0, 0.0)
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -55,23 +59,56 @@ def by_method(rows: list[GapRow]) -> dict[str, GapRow]:
 # --- the library
 
 
-def test_optimum_and_first_fit_gap_on_grmu_fig2b() -> None:
+def test_heuristics_that_cannot_move_are_measured_against_the_initial_optimum() -> None:
     inst = load_instance(FIG2B)
-    rows = by_method(compare_methods([inst], ["ff", "ff-agnostic"]))
-    assert list(rows) == [EXACT, "ff", "ff-agnostic"]
-    ref, ff, agnostic = rows[EXACT], rows["ff"], rows["ff-agnostic"]
-    assert (ref.acceptance, ref.hardware, ref.migrations) == FIG2B_OPTIMUM
-    assert (ref.proven, ref.termination, ref.reference, ref.accepted) == (True, "optimal", "optimal", 4)
-    assert (ref.acceptance_gap, ref.acceptance_gap_pct, ref.hardware_gap_pct) == (0.0, 0.0, 0.0)
-    # first fit: what the instance's expected block says, one workload (25 %) short of the optimum
+    rows = by_method(compare_methods([inst], ["ff", "ff-agnostic", "grmu"]))
+    assert list(rows) == [EXACT, EXACT_INITIAL, "ff", "ff-agnostic", "grmu"]
+    joint, initial, ff, agnostic, grmu = rows.values()
+    # both optima, proven; moving one running 1g.5gb inside g0 buys one workload (Eq. 5 counts
+    # no migration for it, the moves column shows it)
+    assert (joint.acceptance, joint.hardware, joint.migrations, joint.moves) == (*FIG2B_OPTIMUM, 1)
+    assert (initial.acceptance, initial.hardware, initial.migrations, initial.moves) == (
+        *FIG2B_INITIAL_OPTIMUM,
+        0,
+    )
+    assert (joint.proven, joint.termination, joint.reference, joint.reference_use_case, joint.may_move) == (
+        True,
+        "optimal",
+        "optimal",
+        "joint",
+        True,
+    )
+    assert (initial.proven, initial.reference, initial.reference_use_case, initial.may_move) == (
+        True,
+        "optimal",
+        "initial",
+        False,
+    )
+    assert (joint.acceptance_gain, joint.acceptance_gain_pct, joint.hardware_gain_pct) == (
+        1.0,
+        pytest.approx(100 / 3),
+        0.0,
+    )
+    assert all(r.acceptance_gain is None for r in (initial, ff, agnostic, grmu))
+    for ref in (joint, initial):
+        assert (ref.acceptance_gap, ref.acceptance_gap_pct, ref.hardware_gap_pct, ref.matches_reference) == (
+            0.0,
+            0.0,
+            0.0,
+            True,
+        )
+    # first fit cannot move anything: against the initial optimum it is optimal (against the
+    # joint one it was 25 % short, a gain only migrations buy)
     want = expected(FIG2B)["first_fit"]["objectives"]
-    assert (ff.acceptance, ff.hardware, ff.migrations) == (
+    assert (ff.acceptance, ff.hardware, ff.migrations, ff.moves) == (
         want["acceptance"],
         want["hardware"],
         want["migrations"],
+        0,
     )
-    assert (ff.accepted_gap, ff.acceptance_gap, ff.acceptance_gap_pct) == (1, 1.0, 25.0)
-    assert (ff.hardware_gap_pct, ff.matches_reference, ff.reference) == (0.0, False, "optimal")
+    assert (ff.reference_use_case, ff.may_move, ff.reference) == ("initial", False, "optimal")
+    assert (ff.accepted_gap, ff.acceptance_gap, ff.acceptance_gap_pct) == (0, 0.0, 0.0)
+    assert (ff.hardware_gap_pct, ff.matches_reference) == (0.0, True)
     assert (ff.kind, ff.termination, ff.status, ff.proven, ff.gap) == (
         "policy",
         "completed",
@@ -80,7 +117,31 @@ def test_optimum_and_first_fit_gap_on_grmu_fig2b() -> None:
         None,
     )
     # the MFI paper's MIG-agnostic first fit starts the 2g.10gb at 2 and then fits nothing
-    assert (agnostic.kind, agnostic.acceptance, agnostic.acceptance_gap_pct) == ("policy", 2.0, 50.0)
+    assert (agnostic.kind, agnostic.reference_use_case, agnostic.acceptance) == ("policy", "initial", 2.0)
+    assert agnostic.acceptance_gap_pct == pytest.approx(100 / 3)
+    # GRMU defragments on a rejection (two moves inside g0), so the joint optimum is its reference
+    assert (grmu.may_move, grmu.reference_use_case, grmu.moves) == (True, "joint", 2)
+    assert (grmu.acceptance, grmu.acceptance_gap_pct) == (3.0, 25.0)
+
+
+def test_which_methods_may_move_running_workloads() -> None:
+    moving = {m.name for m in mipopt.methods() if m.moves}
+    assert moving == {"exact", "ibm-compaction", "ibm-reconfiguration", "ibm-joint", "grmu"}
+    from mipopt.registry import get_method
+
+    assert [get_method(n).moves for n in ("adapter(ff)", "adapter(grmu)", "grmu:defrag=false")] == [
+        False,
+        True,
+        False,
+    ]
+    assert [
+        get_method(n).moves
+        for n in ("exact:use_case=initial", "exact:model=wpm", "exact:use_case=compaction")
+    ] == [
+        False,
+        True,
+        True,
+    ]
 
 
 def test_rows_carry_the_verifiers_numbers() -> None:
@@ -96,16 +157,45 @@ def test_rows_carry_the_verifiers_numbers() -> None:
             report.objectives.migrations,
         )
         assert (r.accepted, r.active_gpus) == (report.metrics["accepted"], report.metrics["active_gpus"])
-    # fbk_fig3: everything fits either way, but the optimum empties g1 (two moves): 3 hardware, not 4
-    ref = rows[EXACT]
-    assert (ref.acceptance, ref.hardware, ref.migrations) == (8.0, 3.0, 4.0)
+    # fbk_fig3: everything fits either way, but the joint optimum empties a GPU (three moves,
+    # 4 migrations by Eq. 5): 3 hardware, not 4; moving nothing, first fit and MFI are optimal
+    joint, initial = rows[EXACT], rows[EXACT_INITIAL]
+    assert (joint.acceptance, joint.hardware, joint.migrations, joint.moves) == (8.0, 3.0, 4.0, 3)
+    assert (initial.acceptance, initial.hardware, initial.migrations, initial.moves) == (8.0, 4.0, 0.0, 0)
+    assert (joint.acceptance_gain, joint.hardware_gain_pct) == (0.0, -25.0)
     for name in ("ff", "mfi"):
         r = rows[name]
-        assert (r.acceptance_gap, r.accepted_gap) == (0.0, 0)
-        assert r.hardware_gap_pct == pytest.approx(100 / 3)
-    (s,) = [s for s in summarize(rows.values()) if s.method == "ff"]
-    assert (s.acceptance_optimal, s.optimal, s.proven_references, s.runs) == (1, 0, 1, 1)
-    assert s.mean_hardware_gap_pct == pytest.approx(100 / 3)
+        assert (r.reference_use_case, r.acceptance_gap, r.accepted_gap, r.hardware_gap_pct) == (
+            "initial",
+            0.0,
+            0,
+            0.0,
+        )
+        assert r.matches_reference
+    summaries = {s.method: s for s in summarize(rows.values())}
+    s = summaries["ff"]
+    assert (s.reference_use_case, s.acceptance_optimal, s.optimal, s.proven_references, s.runs) == (
+        "initial",
+        1,
+        1,
+        1,
+        1,
+    )
+    assert (s.mean_hardware_gap_pct, s.mean_migrations, s.mean_moves) == (0.0, 0.0, 0.0)
+    j = summaries[EXACT]
+    assert (
+        j.reference_use_case,
+        j.mean_migrations,
+        j.mean_moves,
+        j.mean_acceptance_gain,
+        j.mean_hardware_gain_pct,
+    ) == (
+        "joint",
+        4.0,
+        3.0,
+        0.0,
+        -25.0,
+    )
 
 
 def _broken(inst: Instance) -> Solution:
@@ -143,21 +233,27 @@ def test_an_unproven_reference_is_flagged_and_compared_as_incumbent(monkeypatch)
 
     monkeypatch.setattr(mipopt.exact.driver, "solve_exact", stopped)
     rows = by_method(compare_methods([load_instance(FIG2B)], ["ff-agnostic"]))
-    ref, agnostic = rows[EXACT], rows["ff-agnostic"]
-    assert (ref.proven, ref.termination, ref.reference, ref.acceptance, ref.gap) == (
-        False,
-        "time_limit",
+    agnostic = rows["ff-agnostic"]
+    for ref in (rows[EXACT], rows[EXACT_INITIAL]):
+        assert (ref.proven, ref.termination, ref.reference, ref.acceptance, ref.gap) == (
+            False,
+            "time_limit",
+            "incumbent",
+            3.0,
+            0.4,
+        )
+    assert (agnostic.reference, agnostic.reference_use_case, agnostic.acceptance_gap) == (
         "incumbent",
-        3.0,
-        0.4,
-    )
-    assert (agnostic.reference, agnostic.acceptance_gap, agnostic.matches_reference) == (
-        "incumbent",
+        "initial",
         1.0,
-        False,
     )
-    (s,) = [s for s in summarize(rows.values()) if s.method == "ff-agnostic"]
+    assert agnostic.matches_reference is False
+    summaries = summarize(rows.values())
+    (s,) = [s for s in summaries if s.method == "ff-agnostic"]
     assert (s.proven_references, s.acceptance_optimal, s.optimal) == (0, 0, 0)
+    assert summary_table(summaries).splitlines()[0] == (
+        "1 GPUs: 1 instance(s); proven optimal: initial optimum on 0, joint optimum on 0"
+    )
 
     def nothing(inst: Instance, **_: object) -> Solution:
         return no_solution(
@@ -166,9 +262,15 @@ def test_an_unproven_reference_is_flagged_and_compared_as_incumbent(monkeypatch)
 
     monkeypatch.setattr(mipopt.exact.driver, "solve_exact", nothing)
     rows = by_method(compare_methods([load_instance(FIG2B)], ["ff-agnostic"]))
-    assert (rows[EXACT].acceptance, rows[EXACT].reference) == (None, "none")
+    assert (rows[EXACT].acceptance, rows[EXACT].reference, rows[EXACT].acceptance_gain) == (
+        None,
+        "none",
+        None,
+    )
+    assert (rows[EXACT_INITIAL].acceptance, rows[EXACT_INITIAL].reference) == (None, "none")
     assert (rows["ff-agnostic"].acceptance, rows["ff-agnostic"].acceptance_gap) == (2.0, None)
-    assert "-" in summary_table(summarize(rows.values()))
+    text = summary_table(summarize(rows.values()))
+    assert "-" in text and "joint optimum (exact) over" not in text
 
 
 def test_same_arguments_same_rows() -> None:
@@ -181,11 +283,12 @@ def test_same_arguments_same_rows() -> None:
     first = compare_methods(instances, methods, seed=3)
     assert strip(first) == strip(compare_methods(instances, methods, seed=3))
     assert [(r.instance, r.method) for r in first] == [
-        (i.name, m) for i in instances for m in [EXACT, *methods]
+        (i.name, m) for i in instances for m in [EXACT, EXACT_INITIAL, "ff", "rr", "mfi", "grmu", "lb"]
     ]
-    # exact-initial keeps the running workloads: never better than the reference
+    # no method beats its own reference: the initial optimum for those that move nothing
     for r in first:
         assert r.reference == "optimal"
+        assert r.reference_use_case == ("joint" if r.method in (EXACT, "grmu") else "initial")
         assert r.acceptance_gap is not None and r.acceptance_gap >= 0
         assert r.migrations == 0 or r.method in (EXACT, "grmu")
 
@@ -232,29 +335,48 @@ def test_cli_table_and_csv(tmp_path: Path, capsys: Capsys) -> None:
     code, out, err = run(capsys, "bench", str(FIG2B), "--methods", "ff,ff-agnostic", "--out", str(out_csv))
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0] == "1 GPUs: 1 instance(s), reference proven optimal on 1"
-    (ff_line,) = [line for line in lines if line.startswith("ff ")]
-    assert ff_line.split()[1:-1] == [
-        "1",
-        "3.0",
-        "3.0",
-        "2.0",
-        "25.00",
-        "%",
-        "25.00",
-        "%",
-        "+0.00",
-        "%",
-        "0/1",
-        "0/1",
+    assert lines[0] == "1 GPUs: 1 instance(s); proven optimal: initial optimum on 1, joint optimum on 1"
+    assert lines[1].split()[:8] == [
+        "method",
+        "ref.",
+        "runs",
+        "accepted",
+        "acceptance",
+        "hardware",
+        "migr.",
+        "moves",
     ]
+    cells = {line.split()[0]: line.split()[1:-1] for line in lines[2:6]}
+    # method: ref., runs, accepted, acceptance, hardware, migr., moves, acc. gap, max gap, hw gap,
+    # acc. opt, optimal
+    assert cells == {
+        "exact": ["joint", "1", "4.0", "4.0", "2.0", "0.0", "1.0", *["0.00", "%"] * 2, "+0.00", "%", "1/1", "1/1"],
+        "exact-initial": ["initial", "1", "3.0", "3.0", "2.0", "0.0", "0.0", *["0.00", "%"] * 2, "+0.00", "%", "1/1", "1/1"],
+        "ff": ["initial", "1", "3.0", "3.0", "2.0", "0.0", "0.0", *["0.00", "%"] * 2, "+0.00", "%", "1/1", "1/1"],
+        "ff-agnostic": ["initial", "1", "2.0", "2.0", "2.0", "0.0", "0.0", *["33.33", "%"] * 2, "+0.00", "%", "0/1", "0/1"],
+    }  # fmt: skip
+    assert lines[6] == (
+        "joint optimum (exact) over the initial optimum (exact-initial): acceptance +1.0 (+33.33 %), "
+        "hardware +0.00 %, with 0.0 migrations (Eq. 5) and 1.0 moves"
+    )
     assert lines[-1] == f"wrote {out_csv}"
     with out_csv.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert [(r["method"], r["acceptance"], r["acceptance_gap_pct"]) for r in rows] == [
-        ("exact", "4.0", "0.0"),
-        ("ff", "3.0", "25.0"),
-        ("ff-agnostic", "2.0", "50.0"),
+    assert [
+        (
+            r["method"],
+            r["reference_use_case"],
+            r["acceptance"],
+            r["acceptance_gap_pct"],
+            r["moves"],
+            r["acceptance_gain"],
+        )
+        for r in rows
+    ] == [
+        ("exact", "joint", "4.0", "0.0", "1", "1.0"),
+        ("exact-initial", "initial", "3.0", "0.0", "0", ""),
+        ("ff", "initial", "3.0", "0.0", "0", ""),
+        ("ff-agnostic", "initial", "2.0", str(100 / 3), "0", ""),
     ]
 
 
@@ -265,11 +387,20 @@ def test_cli_generated_json(capsys: Capsys) -> None:
     )  # fmt: skip
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert [(r["instance"], r["method"]) for r in data["rows"]] == [
-        (f"ibm-2gpus-seed{s}", m) for s in (3, 4) for m in ("exact", "ff")
+    assert [(r["instance"], r["method"], r["reference_use_case"]) for r in data["rows"]] == [
+        (f"ibm-2gpus-seed{s}", m, case)
+        for s in (3, 4)
+        for m, case in (("exact", "joint"), ("exact-initial", "initial"), ("ff", "initial"))
     ]
     assert all(r["reference"] == "optimal" for r in data["rows"])
-    assert [(s["gpus"], s["method"], s["runs"]) for s in data["summary"]] == [(2, "exact", 2), (2, "ff", 2)]
+    assert [(s["gpus"], s["method"], s["reference_use_case"], s["runs"]) for s in data["summary"]] == [
+        (2, "exact", "joint", 2),
+        (2, "exact-initial", "initial", 2),
+        (2, "ff", "initial", 2),
+    ]
+    joint = data["summary"][0]
+    gains = [r["acceptance_gain"] for r in data["rows"] if r["method"] == "exact"]
+    assert joint["mean_acceptance_gain"] == pytest.approx(sum(gains) / 2) and all(g >= 0 for g in gains)
 
 
 @pytest.mark.parametrize(
@@ -355,18 +486,31 @@ def test_bench_gap_smoke(tmp_path: Path) -> None:
         reader = csv.DictReader(fh)
         assert reader.fieldnames is not None and reader.fieldnames[-len(COLUMNS) :] == list(COLUMNS)
         rows = list(reader)
-    methods = [EXACT, *heuristic_names(), "exact-initial"]
-    assert len(rows) == 3 * len(methods) + 3 * 3
+    methods = [EXACT, EXACT_INITIAL, *heuristic_names()]
+    assert len(rows) == 3 * len(methods) + 3 * 4
     assert {(r["gpus"], r["seed"]) for r in rows} == {("2", "0"), ("2", "1"), ("4", "0")}
     assert all(r["reference"] == "optimal" and r["proven"] in ("True", "") for r in rows)
+    assert {r["method"]: r["reference_use_case"] for r in rows if r["method"] in (EXACT, "grmu", "ff")} == {
+        EXACT: "joint",
+        "grmu": "joint",
+        "ff": "initial",
+    }
     readme = (tmp_path / "README.md").read_text()
     section = readme[readme.index("<!-- gap:begin -->") : readme.index("<!-- gap:end -->")]
     assert (
         "**2 GPUs**: 2 snapshots (seeds 0-1)" in section and "**4 GPUs**: 1 snapshots (seeds 0-0)" in section
     )
+    assert "the initial optimum (`exact-initial`) proven on 2/2" in section
+    assert (
+        "the joint optimum (`exact`) proven on 1/1" in section
+        and "What migrations buy: acceptance +" in section
+    )
     table = [line for line in section.splitlines() if line.startswith("| `")]
     assert len(table) == 2 * len(methods)
-    assert table[0].startswith("| `exact` | exact | 2 | ") and "| 2/2 | 2/2 |" in table[0]
+    assert table[0].startswith("| `exact` | exact | joint | 2 | ") and "| 2/2 | 2/2 |" in table[0]
+    assert table[1].startswith("| `exact-initial` | exact | initial | 2 | ") and "| 2/2 | 2/2 |" in table[1]
+    (ff,) = [line for line in table[: len(methods)] if line.startswith("| `ff` |")]
+    assert ff.startswith("| `ff` | policy | initial | 2 | ")
     assert [_digest(p) for p in committed] == before
 
 
@@ -376,3 +520,5 @@ def test_exact_initial_keeps_running_workloads_home_in_a_comparison() -> None:
     rows = by_method(compare_methods([ibm_instance(8, seed=2)], ["exact-initial"]))
     assert (rows[EXACT].migrations, rows["exact-initial"].migrations) == (6.0, 0.0)
     assert rows["exact-initial"].hardware == 9.0 and rows[EXACT].hardware == 8.0
+    # what those migrations buy: one GPU off (8 hardware, not 9), the same acceptance
+    assert (rows[EXACT].acceptance_gain, rows[EXACT].hardware_gain_pct) == (0.0, pytest.approx(-100 / 9))
