@@ -110,7 +110,7 @@ COLUMNS = (
     "target_s",
     "decisions_checked",
     "mismatches",
-    "acceptance",
+    "acceptance_rate",
     "seed",
 )
 
@@ -302,7 +302,7 @@ def bench_decision(gpus: int, repeats: int, loop_repeats: int, seed: int) -> lis
         "gpus": gpus,
         "decisions_checked": checked,
         "mismatches": 0,
-        "acceptance": "",
+        "acceptance_rate": "",
         "seed": seed,
     }
     return rows_for(shared, table_timing, loop_timing)
@@ -312,11 +312,11 @@ def bench_decision(gpus: int, repeats: int, loop_repeats: int, seed: int) -> lis
 
 
 def replay_time(trace: Trace, spec: str, seed: int) -> tuple[float, float]:
-    """Wall time of one replay of ``trace`` under a fresh ``spec`` policy, and its acceptance."""
+    """Wall time of one replay of ``trace`` under a fresh ``spec`` policy, and its acceptance rate."""
     policy = make_policy(spec)
     t0 = time.perf_counter()
     result = simulate(trace, policy, seed=seed)
-    return time.perf_counter() - t0, float(result.summary["acceptance"])
+    return time.perf_counter() - t0, float(result.summary["acceptance_rate"])
 
 
 def recorded_replay(trace: Trace, policy: Policy, seed: int) -> tuple[float, list[tuple[str, Decision]]]:
@@ -339,16 +339,16 @@ def bench_alibaba(
     rows: list[dict[str, Any]] = []
     for spec in policies:
         common.progress(f"alibaba: {spec} tables, {repeats} replays of {n:,} requests")
-        times, acceptance = [], 0.0
+        times, rate = [], 0.0
         for _ in range(repeats):
-            elapsed, acceptance = replay_time(trace, spec, seed)
+            elapsed, rate = replay_time(trace, spec, seed)
             times.append(elapsed)
         shared = {
             "measurement": "alibaba",
             "policy": spec,
             "workload": f"alibaba-gpu-v2023, raw timestamps: {n:,} requests on {gpus:,} GPUs",
             "gpus": gpus,
-            "acceptance": f"{acceptance:.4f}",
+            "acceptance_rate": f"{rate:.4f}",
             "seed": seed,
         }
         tables = Timing(times, sum(times), n, 1)
@@ -378,13 +378,13 @@ def bench_fbk(
     rows: list[dict[str, Any]] = []
     for spec in policies:
         common.progress(f"fbk: {spec} tables, {repeats} x {runs} replays")
-        totals, accepted = [], 0.0
+        totals, rates = [], 0.0
         for _ in range(repeats):
-            total = accepted = 0.0
+            total = rates = 0.0
             for r, trace in enumerate(traces):
-                elapsed, acceptance = replay_time(trace, spec, seed + r)
+                elapsed, rate = replay_time(trace, spec, seed + r)
                 total += elapsed
-                accepted += acceptance
+                rates += rate
             totals.append(total)
         shared = {
             "measurement": "fbk",
@@ -392,7 +392,7 @@ def bench_fbk(
             "workload": f"fbk {FBK_DISTRIBUTION}, {gpus} {FBK_MODEL} GPUs to saturation, "
             f"seeds {seed}-{seed + runs - 1}",
             "gpus": gpus,
-            "acceptance": f"{accepted / runs:.4f}",
+            "acceptance_rate": f"{rates / runs:.4f}",
             "seed": seed,
         }
         tables = Timing(totals, sum(totals), requests, runs)

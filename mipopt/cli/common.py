@@ -184,6 +184,8 @@ fraction = _number(float, "a fraction in [0, 1]", lambda v: 0 <= v <= 1)
 relative_gap = _number(float, "a relative gap in [0, 1)", lambda v: 0 <= v < 1)
 count = _number(int, "at least 1", lambda v: v >= 1)
 non_negative = _number(int, "non-negative", lambda v: v >= 0)
+positive = _number(float, "a positive finite number", lambda v: 0 < v < float("inf"))
+horizon = _number(float, "a non-negative time or inf", lambda v: v >= 0)
 
 
 #: mipopt.exact.models.MODELS' names (a test keeps them equal; importing it here would load Pyomo).

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from mipopt.cli.common import EXIT_OK, BadInput, ProgressBar, count, flagged, print_json, progress_argument
+from mipopt.cli.common import (
+    EXIT_OK,
+    BadInput,
+    ProgressBar,
+    count,
+    flagged,
+    horizon,
+    positive,
+    print_json,
+    progress_argument,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -14,7 +24,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--workload",
         required=True,
         metavar="SPEC",
-        help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...], alibaba:path=DIR[,compress=...,host_fraction=...,gpus_per_host=...,duration_scale=...,departures=false]",
+        help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...,mix=...] or "
+        "poisson:cluster=instance.json[,requests=false] (its running workloads stay, its new ones arrive first), "
+        "alibaba:path=DIR[,compress=...,host_fraction=...,gpus_per_host=...,duration_scale=...,departures=false]",
     )
     p.add_argument(
         "--policy",
@@ -27,11 +39,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--runs", type=count, default=1, help="traces of seeds S .. S+N-1 (default 1)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument(
-        "--bucket", type=float, default=1.0, help="time-series row width in the trace's unit (default 1)"
+        "--horizon",
+        type=horizon,
+        metavar="T",
+        help="end of the measured window in the trace's unit (default: the last arrival; inf: every departure)",
     )
-    p.add_argument("--batch-interval", type=float, help="decide arrivals at multiples of this interval")
     p.add_argument(
-        "--queue-timeout", type=float, help="let rejected requests wait this long instead of dropping"
+        "--bucket",
+        type=positive,
+        default=1.0,
+        help="sampling step of the series in the trace's unit; rows only where something changed (default 1)",
+    )
+    p.add_argument("--batch-interval", type=positive, help="decide arrivals at multiples of this interval")
+    p.add_argument(
+        "--queue-timeout",
+        type=positive,
+        help="let rejected requests wait this long instead of dropping them (adds waiting times, abandoned)",
     )
     p.add_argument("--debug", action="store_true", help="verify the state after every event (slow)")
     p.add_argument("--out", metavar="DIR", help="write series.csv, summary.csv and series.png there")
@@ -44,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mipopt.io import write_atomic
-    from mipopt.simulation.runs import compare, plot_series, summary_table
+    from mipopt.simulation.runs import compare, plot_series, requests_per_run, summary_table
 
     options = {
         "bucket": args.bucket,
+        "horizon": args.horizon,
         "batch_interval": args.batch_interval,
         "queue_timeout": args.queue_timeout,
         "debug": args.debug,
@@ -60,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:  # InstanceError too
             raise BadInput(flagged(err)) from None
     table = summary_table(summary)
+    unit = str(summary["time_unit"].iloc[0])
+    ends = summary["horizon"]
+    until = f"{ends.iloc[0]:.4g}" if ends.nunique() == 1 else f"{ends.min():.4g}-{ends.max():.4g}"
+    header = (
+        f"workload {args.workload}: {requests_per_run(summary)}, {args.runs} run(s), up to t = {until} {unit}"
+    )
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -70,15 +100,13 @@ def run(args: argparse.Namespace) -> int:
                 fh.write(text)
 
             write_atomic(out / name, write, text=True)
-        plot_series(series, out / "series.png")
+        plot_series(series, out / "series.png", title=header, time_unit=unit)
     if args.json:
         print_json(
             {"summary": summary.to_dict(orient="records"), "means": table.reset_index().to_dict("records")}
         )
     else:
-        print(
-            f"workload {args.workload}: {int(summary['arrived'].iloc[0])} requests per run, {args.runs} run(s)"
-        )
+        print(header)
         print(table.to_string(float_format=lambda v: f"{v:.4g}"))
         if args.out:
             print(f"\nwrote {args.out}/series.csv, summary.csv, series.png")

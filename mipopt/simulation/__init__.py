@@ -8,8 +8,16 @@
   from the Alibaba trace by a first-fit replay up to its peak.
 """
 
-from mipopt.simulation.engine import SimulationError, SimulationResult, simulate
+from mipopt.simulation.engine import SimulationError, SimulationResult, on_grid, simulate
 from mipopt.simulation.snapshot import alibaba_snapshot
 from mipopt.workloads.trace import Request, Trace
 
-__all__ = ["Request", "SimulationError", "SimulationResult", "Trace", "alibaba_snapshot", "simulate"]
+__all__ = [
+    "Request",
+    "SimulationError",
+    "SimulationResult",
+    "Trace",
+    "alibaba_snapshot",
+    "on_grid",
+    "simulate",
+]

@@ -1,29 +1,41 @@
 """Event-driven replay of a :class:`~mipopt.workloads.trace.Trace` under one policy.
 
 Events are processed in time order; at equal times departures come first, then the
-policy's periodic tick, then arrivals in trace order (FIFO). A request is decided when
-it arrives, or, with ``batch_interval``, at the next multiple of the interval together
-with the requests that arrived since (still FIFO). A request the policy cannot place is
-dropped (the papers' assumption) or, with ``queue_timeout``, waits: the queue is retried
-in FIFO order after every departure and tick, and a request that waited longer than the
-timeout is dropped. A placed request leaves ``duration`` after it was placed.
+policy's periodic tick, then abandonments, then arrivals in trace order (FIFO). A
+request is decided when it arrives, or, with ``batch_interval``, at the next multiple
+of the interval together with the requests that arrived since (still FIFO). A request
+the policy cannot place is dropped (the papers' assumption) or, with ``queue_timeout``,
+waits: the queue is retried in FIFO order after every departure and tick, and a request
+still waiting ``queue_timeout`` after its arrival is abandoned. A placed request leaves ``duration`` after it was placed. The
+trace's running workloads (a cluster's current state) are placed at time 0 and stay.
+
+The replay covers a *window* ``[0, horizon]``: by default up to the last decision (the
+last arrival, or its batch; plus ``queue_timeout``, so that every waiting request is
+placed or abandoned), as the papers' simulators stop once the last request is decided;
+departures after it change nothing that is measured. ``horizon=math.inf``
+replays every departure. Memory and time grow with the events, not with the window.
 
 The state is a :class:`~mipopt.state.cluster.Cluster`; every migration a policy makes
 goes through it and is counted by kind. GRMU's defragmentation and consolidation run
 through the migration planner (:func:`mipopt.migrate.execute.execute`, create before
-destroy): a plan's parking moves
-are migrations too, and its drains are counted as disruptive moves. ``debug=True``
-checks the state with the independent verifier after every event (after a whole plan:
-the planner checks the states inside it).
+destroy): a plan's parking moves are migrations too, and its drains are counted as
+disruptive moves. ``debug=True`` checks the state with the independent verifier after
+every event (after a whole plan: the planner checks the states inside it).
 
-The time series has one row per ``bucket`` (default one time unit: a slot or an hour),
-sampled at the bucket's end (before the events of that instant): arrivals and
-acceptances (overall and per profile, cumulative), active hosts and GPUs, GRMU hardware
-(Eq. 4), memory and compute utilization of the cluster, mean fragmentation of the active
-GPUs (FBK's F and GRMU's value, from the geometry tables), queue length, and, cumulative,
-migrations by kind (``moves_intra_gpu``, ``moves_inter_gpu``, ``moves_inter_host``: every
-executed relocation, parks and restores of drained workloads included) and the plans'
-counts (``plans``, ``plan_rounds``, ``parking_moves``, ``disruptive_moves``).
+The time series is a step function: a row at time ``t`` is the state after every event
+at or before ``t`` and holds until the next row. The state is sampled at ``0``, at the
+multiples of ``bucket`` (default one time unit: a slot or an hour) and at the window's
+end, and a sample equal to the previous row (but for its time) is left out, so a quiet
+stretch costs one row. Columns: arrivals, ``accepted`` (count), ``acceptance`` (the
+weighted sum of GRMU Eq. 3) and ``acceptance_rate`` (accepted over arrived), overall
+and per profile (cumulative); ``dropped`` (never placed: rejected, or abandoned after
+waiting) and ``queued``; active hosts and GPUs, GRMU hardware (Eq. 4), memory and
+compute utilization of the cluster, mean fragmentation of the active GPUs (FBK's F and
+GRMU's value, from the geometry tables), and, cumulative, migrations by kind
+(``moves_intra_gpu``, ``moves_inter_gpu``, ``moves_inter_host``: every executed
+relocation, parks and restores of drained workloads included) and the plans' counts
+(``plans``, ``plan_rounds``, ``parking_moves``, ``disruptive_moves``). Summaries over
+the window are time-weighted over these steps (resolution: the bucket).
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ import heapq
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +59,10 @@ from mipopt.state import MOVE_KINDS, Cluster
 from mipopt.verifier import solution_for, verify
 from mipopt.workloads.trace import Trace
 
-__all__ = ["SimulationError", "SimulationResult", "simulate"]
+__all__ = ["SimulationError", "SimulationResult", "on_grid", "simulate"]
 
-_DEPART, _TICK, _DECIDE = 0, 1, 2  # order of events at equal times
+_DEPART, _TICK, _ABANDON, _DECIDE = 0, 1, 2, 3  # order of events at equal times
+_EVENT_NAMES = ("departure", "tick", "abandonment", "arrival")
 
 
 class SimulationError(RuntimeError):
@@ -65,15 +78,19 @@ class SimulationResult:
     policy, trace
         Names.
     series
-        One row per bucket (see the module docstring for the columns).
+        The time series, one row per change (see the module docstring for the columns).
     summary
-        Totals: arrivals, accepted, acceptance rate, per-profile acceptance, hardware
-        area (sum of hardware x bucket width, GRMU Table 6), mean active GPUs,
-        migrations (every executed relocation, parks included) by kind and per
-        accepted workload, the plans' counts (plans, rounds, parking and disruptive
-        moves), runtime.
+        Totals over the window: ``arrived``, ``accepted``, ``acceptance`` (weighted),
+        ``acceptance_rate`` and ``acceptance_rate_<profile>``, ``dropped``, ``horizon``
+        (the window's end); time-weighted ``hardware_area`` (GRMU Table 6), ``mean_hardware``,
+        ``mean_active_gpus``, ``mean_memory_utilization``, ``mean_fragmentation_fbk``, and
+        ``peak_active_gpus``; migrations (every executed relocation, parks included) by
+        kind and per accepted workload, the plans' counts (plans, rounds, parking and
+        disruptive moves); with a queue or batches, the waits of accepted requests
+        (``mean_wait``, ``p95_wait``, ``waited``: how many waited at all) and, with a
+        queue, ``abandoned`` and ``queued_at_end``; ``runtime_s``.
     placed
-        The final placement (workload id -> (GPU id, start)).
+        The placement at the window's end (workload id -> (GPU id, start)).
     """
 
     policy: str
@@ -90,7 +107,10 @@ class _State:
         self.profiles = sorted({r.profile for r in trace.requests})
         self.arrived: Counter[str] = Counter()
         self.accepted: Counter[str] = Counter()
+        self.acceptance = 0.0
         self.dropped = 0
+        self.abandoned = 0
+        self.waits: list[float] = []
         gpus = instance.gpus
         self.slots = sum(g.model.slots for g in gpus)
         self.compute_slices = sum(g.model.compute_slices for g in gpus)
@@ -98,7 +118,7 @@ class _State:
         self.n_hosts = len(instance.hosts)
         self.cluster = cluster
 
-    def sample(self, now: float, queue: int) -> dict[str, Any]:
+    def sample(self, queue: int) -> dict[str, Any]:
         c = self.cluster
         active = c.active
         hosts_on = np.bincount(c.host[active], minlength=self.n_hosts)
@@ -111,10 +131,12 @@ class _State:
             fbk += float(g.tables.fbk.take(busy).sum())
             grmu += float(g.tables.grmu.take(busy).sum())
         n_active = int(active.sum())
+        arrived, accepted = sum(self.arrived.values()), sum(self.accepted.values())
         row: dict[str, Any] = {
-            "time": now,
-            "arrived": sum(self.arrived.values()),
-            "accepted": sum(self.accepted.values()),
+            "arrived": arrived,
+            "accepted": accepted,
+            "acceptance": self.acceptance,
+            "acceptance_rate": accepted / arrived if arrived else 1.0,
             "dropped": self.dropped,
             "queued": queue,
             "active_hosts": int((hosts_on > 0).sum()),
@@ -127,7 +149,6 @@ class _State:
             **{f"moves_{k}": c.moves[k] for k in MOVE_KINDS},
             **{k: c.planned[k] for k in PLAN_COUNTS},
         }
-        row["acceptance"] = row["accepted"] / row["arrived"] if row["arrived"] else 1.0
         for p in self.profiles:
             row[f"accepted_{p}"] = self.accepted[p]
             row[f"arrived_{p}"] = self.arrived[p]
@@ -140,6 +161,7 @@ def simulate(
     *,
     seed: int = 0,
     bucket: float = 1.0,
+    horizon: float | None = None,
     batch_interval: float | None = None,
     queue_timeout: float | None = None,
     debug: bool = False,
@@ -152,7 +174,12 @@ def simulate(
     seed
         Seeds the policy's random generator (policies that draw use only it).
     bucket
-        Width of a time-series row in the trace's time unit.
+        Sampling step of the time series in the trace's time unit.
+    horizon
+        End of the window in the trace's time unit: events after it are not replayed and
+        not measured. Default: the last decision (last arrival, or its batch) plus
+        ``queue_timeout``; ``math.inf``: every departure (periodic ticks stop at the
+        default end then).
     batch_interval
         Decide arrivals at multiples of this interval instead of on arrival.
     queue_timeout
@@ -165,6 +192,8 @@ def simulate(
 
     Raises
     ------
+    ValueError
+        Naming the parameter and the rule.
     SimulationError
         In debug mode, on the first state that breaks a rule.
 
@@ -177,8 +206,15 @@ def simulate(
     >>> result.summary["arrived"], result.summary["accepted"], result.summary["peak_active_gpus"]
     (9, 9, 4)
     """
-    if bucket <= 0:
-        raise ValueError(f"bucket must be positive, got {bucket}")
+    for label, value in (
+        ("bucket", bucket),
+        ("batch_interval", batch_interval),
+        ("queue_timeout", queue_timeout),
+    ):
+        if value is not None and not 0 < value < math.inf:
+            raise ValueError(f"{label} must be a positive finite number, got {value!r}")
+    if horizon is not None and not horizon >= 0:  # also rejects NaN
+        raise ValueError(f"horizon must be a non-negative number (or math.inf), got {horizon!r}")
     t0 = time.perf_counter()
     instance = trace.instance()
     cluster = Cluster(instance)
@@ -187,31 +223,49 @@ def simulate(
     workloads = {w.id: w for w in instance.workloads}
     requests = {r.id: r for r in trace.requests}
 
+    def decision_time(arrival: float) -> float:
+        return arrival if batch_interval is None else math.ceil(arrival / batch_interval) * batch_interval
+
+    last_decision = max((decision_time(r.arrival) for r in trace.requests), default=0.0)
+    last_decision += queue_timeout or 0.0
+    end = last_decision if horizon is None else horizon
+    tick_end = min(end, last_decision) if math.isinf(end) else end
+
     events: list[tuple[float, int, int, str]] = []
     seq = 0
 
     def push(at: float, kind: int, wid: str = "") -> None:
         nonlocal seq
-        heapq.heappush(events, (at, kind, seq, wid))
-        seq += 1
+        if at <= end:
+            heapq.heappush(events, (at, kind, seq, wid))
+            seq += 1
 
     for r in trace.requests:
-        at = r.arrival if batch_interval is None else math.ceil(r.arrival / batch_interval) * batch_interval
-        push(at, _DECIDE, r.id)
-    end = max((r.arrival for r in trace.requests), default=0.0)
-    if policy.tick:
-        for k in range(1, int(end // policy.tick) + 1):
-            push(k * policy.tick, _TICK)
+        push(decision_time(r.arrival), _DECIDE, r.id)
+    tick = policy.tick
+    if tick:
+        push(tick, _TICK)
 
     queue: list[str] = []  # FIFO of waiting request ids
     rows: list[dict[str, Any]] = []
-    next_sample = bucket
+    previous: dict[str, Any] = {}
+    k = 0  # the next sample is at k * bucket
     handled = 0
+    last_event = 0.0
+
+    def sample(at: float) -> None:
+        nonlocal previous
+        row = state.sample(len(queue))
+        if row != previous:
+            rows.append({"time": at, **row})
+            previous = row
 
     def decide(wid: str, now: float) -> bool:
         r = requests[wid]
         if policy.arrive(cluster, workloads[wid], now):
             state.accepted[r.profile] += 1
+            state.acceptance += r.weight
+            state.waits.append(now - r.arrival)
             if math.isfinite(r.departure):
                 push(now + r.duration, _DEPART, wid)
             return True
@@ -219,20 +273,16 @@ def simulate(
 
     def retry(now: float) -> None:
         for wid in list(queue):
-            if now - requests[wid].arrival > queue_timeout:  # type: ignore[operator]
-                queue.remove(wid)
-                state.dropped += 1
-            elif decide(wid, now):
+            if decide(wid, now):
                 queue.remove(wid)
 
     while events:
         now, kind, _, wid = heapq.heappop(events)
-        if now >= next_sample:
-            # Buckets without events between them all sample the same state.
-            row = state.sample(next_sample, len(queue))
-            while now >= next_sample:
-                rows.append({**row, "time": next_sample})
-                next_sample += bucket
+        last_event = now
+        if now > k * bucket:
+            # Every sample time before ``now`` sees the same state: one row, then skip ahead.
+            sample(k * bucket)
+            k = max(k + 1, math.ceil(now / bucket))
         if kind == _DEPART:
             policy.depart(cluster, workloads[wid], now)
             if queue:
@@ -241,6 +291,13 @@ def simulate(
             policy.on_tick(cluster, now)
             if queue:
                 retry(now)
+            if tick and now + tick <= tick_end:
+                push(now + tick, _TICK)
+        elif kind == _ABANDON:
+            if wid in queue:
+                queue.remove(wid)
+                state.dropped += 1
+                state.abandoned += 1
         else:
             r = requests[wid]
             state.arrived[r.profile] += 1
@@ -250,44 +307,81 @@ def simulate(
                     state.dropped += 1
                 else:
                     queue.append(wid)
+                    push(r.arrival + queue_timeout, _ABANDON, wid)
             if progress is not None and handled % 256 == 0:
                 progress(handled / len(requests))
         if debug:
-            _check(instance, cluster, f"after event {kind} of {wid or 'tick'} at {now:g}")
-    rows.append(state.sample(next_sample, len(queue)))
+            what = f"the {_EVENT_NAMES[kind]} of {wid}" if wid else "a tick"
+            _check(instance, cluster, f"after {what} at {now:g}")
+    # Sample times from k * bucket on see the final state; the last row marks the window's end.
+    final_at = end if math.isfinite(end) else max(last_event, last_decision)
+    if k * bucket < final_at:
+        sample(k * bucket)
+    rows.append({"time": final_at, **state.sample(len(queue))})
     if progress is not None:
         progress(1.0)
 
     series = pd.DataFrame(rows)
-    return SimulationResult(
-        policy.name,
-        trace.name,
-        series,
-        _summary(series, state, bucket, time.perf_counter() - t0),
-        dict(cluster.placed),
-    )
+    summary = _summary(series, state, time.perf_counter() - t0)
+    if queue_timeout is not None or batch_interval is not None:
+        waits = np.asarray(state.waits)
+        summary["waited"] = int((waits > 0).sum())
+        summary["mean_wait"] = float(waits.mean()) if len(waits) else 0.0
+        summary["p95_wait"] = float(np.percentile(waits, 95)) if len(waits) else 0.0
+    if queue_timeout is not None:
+        summary["abandoned"] = state.abandoned
+        summary["queued_at_end"] = len(queue)
+    summary["runtime_s"] = summary.pop("runtime_s")
+    return SimulationResult(policy.name, trace.name, series, summary, dict(cluster.placed))
 
 
-def _summary(series: pd.DataFrame, state: _State, bucket: float, runtime_s: float) -> dict[str, Any]:
+def on_grid(series: pd.DataFrame, times: Sequence[float] | np.ndarray) -> pd.DataFrame:
+    """One replay's series read at ``times``: each the last row at or before it (a step function).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = pd.DataFrame({"time": [0.0, 2.5, 4.0], "active_gpus": [1, 3, 2]})
+    >>> on_grid(s, [0, 1, 2, 3, 4])["active_gpus"].tolist()
+    [1, 1, 1, 3, 2]
+    """
+    at = np.asarray(times, dtype=float)
+    index = np.searchsorted(series["time"].to_numpy(), at, side="right") - 1
+    out = series.iloc[np.maximum(index, 0)].reset_index(drop=True)
+    return out.assign(time=at)
+
+
+def _summary(series: pd.DataFrame, state: _State, runtime_s: float) -> dict[str, Any]:
     last = series.iloc[-1]
+    times = series["time"].to_numpy(dtype=float)
+    span = float(times[-1] - times[0])
+    width = np.diff(times, append=times[-1])
+
+    def mean(column: str) -> float:
+        values = series[column].to_numpy(dtype=float)
+        return float(values @ width / span) if span > 0 else float(values[-1])
+
     arrived, accepted = int(last["arrived"]), int(last["accepted"])
     moves = {f"moves_{k}": int(last[f"moves_{k}"]) for k in MOVE_KINDS}
     total_moves = sum(moves.values())
     return {
+        "horizon": float(times[-1]),
         "arrived": arrived,
         "accepted": accepted,
-        "acceptance": accepted / arrived if arrived else 1.0,
+        "acceptance": state.acceptance,
+        "acceptance_rate": accepted / arrived if arrived else 1.0,
         "dropped": state.dropped,
         **{
-            f"acceptance_{p}": state.accepted[p] / state.arrived[p]
+            f"acceptance_rate_{p}": state.accepted[p] / state.arrived[p]
             for p in state.profiles
             if state.arrived[p]
         },
-        "hardware_area": float(series["hardware"].sum() * bucket),
-        "mean_active_gpus": float(series["active_gpus"].mean()),
+        "hardware_area": float(series["hardware"].to_numpy(dtype=float) @ width),
+        "mean_hardware": mean("hardware"),
+        "mean_active_gpus": mean("active_gpus"),
         "peak_active_gpus": int(series["active_gpus"].max()),
-        "mean_memory_utilization": float(series["memory_utilization"].mean()),
-        "mean_fragmentation_fbk": float(series["fragmentation_fbk"].mean()),
+        "mean_memory_utilization": mean("memory_utilization"),
+        "mean_fragmentation_fbk": mean("fragmentation_fbk"),
         **moves,
         **{k: int(last[k]) for k in PLAN_COUNTS},
         "migrations": total_moves,

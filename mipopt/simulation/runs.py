@@ -10,20 +10,23 @@ policy, so policies always meet the same requests.
 from __future__ import annotations
 
 import inspect
+import textwrap
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mipopt._fields import parse_options
 from mipopt.errors import InstanceError
 from mipopt.heuristics.policies import make_policy
 from mipopt.io import write_atomic
-from mipopt.simulation.engine import simulate
+from mipopt.simulation.engine import on_grid, simulate
 from mipopt.workloads.trace import Trace
 
-__all__ = ["SOURCES", "compare", "make_trace", "plot_series", "summary_table"]
+__all__ = ["SOURCES", "compare", "make_trace", "plot_series", "requests_per_run", "summary_table"]
 
 
 def _sources() -> dict[str, Callable[..., Trace]]:
@@ -83,8 +86,8 @@ def compare(
     -------
     series, summary
         ``series``: every time-series row with ``policy`` and ``run`` columns;
-        ``summary``: one row per (policy, run) with the totals of
-        :func:`~mipopt.simulation.simulate`.
+        ``summary``: one row per (policy, run) with the trace's name and time unit and
+        the totals of :func:`~mipopt.simulation.simulate`.
     """
     made = [make_policy(p) for p in policies]  # bad names fail before any replay
     series, summary = [], []
@@ -101,50 +104,122 @@ def compare(
 
             res = simulate(trace, policy, seed=seed + r, progress=step, **simulate_options)
             series.append(res.series.assign(policy=spec, run=r))
-            summary.append({"policy": spec, "run": r, "trace": trace.name, **res.summary})
+            summary.append(
+                {"policy": spec, "run": r, "trace": trace.name, "time_unit": trace.time_unit, **res.summary}
+            )
     return pd.concat(series, ignore_index=True), pd.DataFrame(summary)
+
+
+#: The columns of :func:`summary_table`, then the queue's when a replay had one.
+TABLE_COLUMNS = (
+    "accepted",
+    "acceptance_rate",
+    "hardware_area",
+    "mean_active_gpus",
+    "mean_fragmentation_fbk",
+    "migrations",
+)
+QUEUE_COLUMNS = ("mean_wait", "p95_wait", "abandoned")
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Means over runs per policy, in the order the policies were given."""
-    columns = [
-        "accepted",
-        "acceptance",
-        "hardware_area",
-        "mean_active_gpus",
-        "mean_fragmentation_fbk",
-        "migrations",
-        "runtime_s",
-    ]
+    columns = [*TABLE_COLUMNS, *(c for c in QUEUE_COLUMNS if c in summary), "runtime_s"]
     table = summary.groupby("policy", sort=False)[columns].mean()
     table.insert(0, "runs", summary.groupby("policy", sort=False).size())
     return table
 
 
-def plot_series(series: pd.DataFrame, path: Path, time_unit: str = "") -> None:
-    """Acceptance, active GPUs, mean fragmentation and migrations over time, one line per policy (mean over runs)."""
+def requests_per_run(summary: pd.DataFrame) -> str:
+    """``"230 requests per run"``, or with runs of different lengths their mean and range."""
+    counts = summary.drop_duplicates("run")["arrived"].astype(int)
+    if counts.nunique() == 1:
+        return f"{counts.iloc[0]:,} requests per run"
+    return f"{counts.mean():,.1f} requests per run on average ({counts.min():,}-{counts.max():,})"
+
+
+#: The panels of :func:`plot_series`: column and title.
+PANELS = (
+    ("acceptance_rate", "acceptance rate (cumulative)"),
+    ("active_gpus", "active GPUs"),
+    ("fragmentation_fbk", "mean fragmentation F of the active GPUs"),
+    ("migrations", "migrations (cumulative)"),
+    ("queued", "requests waiting"),
+)
+
+
+def plot_series(
+    series: pd.DataFrame, path: Path, *, title: str = "", time_unit: str = "", points: int = 400
+) -> tuple[list[str], str]:
+    """The series over time, one line per policy: acceptance rate, active GPUs, fragmentation,
+    migrations and (when any request waited) the queue.
+
+    With several runs a line is their mean on a grid of ``points`` times, shaded between
+    the lowest and highest run. A metric that never changes (the same value in every
+    policy, run and time) is named in the title instead of drawn.
+
+    Returns
+    -------
+    columns, title
+        The columns drawn, and the figure's title as written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [
-        ("acceptance", "acceptance (cumulative)"),
-        ("active_gpus", "active GPUs"),
-        ("fragmentation_fbk", "mean fragmentation F (active GPUs)"),
-        ("migrations", "migrations (cumulative)"),
-    ]
     data = series.assign(migrations=series.filter(like="moves_").sum(axis=1))
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
-    for ax, (column, label) in zip(axes.flat, panels, strict=True):
+    runs = int(data["run"].nunique()) if "run" in data else 1
+    grid = np.linspace(0.0, float(data["time"].max()), points)
+    drawn, constant = [], []
+    for column, label in PANELS:
+        if column not in data:
+            continue
+        values = data[column].unique()
+        if len(values) == 1:
+            if column != "queued":
+                constant.append(f"{label.split(' (')[0]} {values[0]:g}")
+            continue
+        drawn.append((column, label))
+    ncols = 2 if len(drawn) > 1 else 1
+    nrows = max(1, -(-len(drawn) // ncols))
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(5.5 * ncols, 3.3 * nrows + 0.8), sharex=True, squeeze=False
+    )
+    for ax, (column, label) in zip(axes.flat[: len(drawn)], drawn, strict=True):
         for policy, rows in data.groupby("policy", sort=False):
-            mean = rows.groupby("time")[column].mean()
-            ax.plot(mean.index, mean.to_numpy(), label=str(policy), linewidth=1.2)
+            if runs == 1:
+                ax.step(rows["time"], rows[column], where="post", label=str(policy), linewidth=1.2)
+                continue
+            # A run says nothing after its window's end.
+            table = np.stack(
+                [
+                    np.where(
+                        grid <= run["time"].max(), on_grid(run, grid)[column].to_numpy(dtype=float), np.nan
+                    )
+                    for _, run in rows.groupby("run")
+                ]
+            )
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # grid times after every run's end
+                mean, low, high = np.nanmean(table, 0), np.nanmin(table, 0), np.nanmax(table, 0)
+            (line,) = ax.plot(grid, mean, label=str(policy), linewidth=1.2)
+            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
         ax.set_title(label, fontsize=10)
         ax.grid(alpha=0.3)
-    for ax in axes[1]:
+    for ax in axes.flat[len(drawn) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
         ax.set_xlabel(f"time ({time_unit})" if time_unit else "time")
-    axes[0][0].legend(fontsize=8)
+    if drawn:
+        axes[0][0].legend(fontsize=8)
+    lines = textwrap.wrap(title, 100) if title else []
+    if runs > 1:
+        lines.append(f"mean of {runs} runs, shaded from the lowest to the highest run")
+    if constant:
+        lines.append("constant throughout: " + ", ".join(constant))
+    fig.suptitle("\n".join(lines), fontsize=10)
     fig.tight_layout()
     write_atomic(path, lambda fh: fig.savefig(fh, format="png", dpi=110), text=False)
     plt.close(fig)
+    return [column for column, _ in drawn], "\n".join(lines)

@@ -2,13 +2,14 @@
 
 :func:`poisson_trace` takes a cluster and a mix as Python objects; :func:`poisson_stream`
 takes what a workload spec can say (``mipopt simulate --workload poisson:gpus=16,load=0.9``):
-a number of GPUs of one model or an instance file's hosts and GPUs, and a mix named after a
-column of the MFI paper's Table II or written ``profile:weight;profile:weight``.
+a number of GPUs of one model or an instance file (its hosts and GPUs, its running workloads
+as the state at time 0, and its new workloads as the first arrivals), and a mix named after
+a column of the MFI paper's Table II or written ``profile:weight;profile:weight``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +36,7 @@ def poisson_trace(
     seed: int,
     lifetime: Lifetime = "exponential",
     name: str | None = None,
+    first: Sequence[Request] = (),
 ) -> Trace:
     """Requests arriving as a Poisson process whose offered load is ``load``.
 
@@ -45,19 +47,22 @@ def poisson_trace(
     mean size)``, where the mean size is the ``mix``-weighted memory slots of the
     profiles. Arrivals fall in ``[0, horizon)``; departures may lie beyond it. The
     stream starts empty, so the load it offers reaches ``load`` after a few mean
-    lifetimes.
+    lifetimes. The cluster's running workloads are the state at time 0; they stay and
+    are not part of the offered load. ``first``, requests arriving at time 0 before the
+    stream, are not part of it either.
 
     Parameters
     ----------
     cluster
-        Hosts and GPUs (its workloads are ignored); its capacity is the memory slots
-        of all its GPUs.
+        Hosts, GPUs and running workloads (its new workloads are ignored: pass them as
+        ``first``); its capacity is the memory slots of all its GPUs.
     load
         Offered load, positive (above 1 offers more than the cluster holds).
     mix
         Profile name -> relative frequency (normalized here; non-negative, positive
         sum). Each profile must belong to a GPU model of the cluster; its size is its
-        memory slots there.
+        memory slots there, averaged over the cluster's GPUs that have it when the
+        models differ (``1g.10gb``: 2 slots on an A100-40GB, 1 on an H100-80GB).
     mean_lifetime
         Mean lifetime in hours, positive.
     horizon
@@ -68,6 +73,9 @@ def poisson_trace(
         ``"exponential"`` (memoryless) or ``"uniform"`` on ``(0, 2 * mean_lifetime]``.
     name
         Trace name; default ``poisson-load{load}-seed{seed}``.
+    first
+        Requests arriving at time 0 before the stream (their ids must differ from the
+        stream's ``p000000``, ...).
 
     Returns
     -------
@@ -94,7 +102,7 @@ def poisson_trace(
     weights = np.array([float(mix[p]) for p in names])
     if not names or (weights < 0).any() or not weights.sum() > 0:
         raise ValueError(f"mix must give non-negative frequencies with a positive sum, got {dict(mix)!r}")
-    sizes = np.array([_memory_slots(cluster, p) for p in names], dtype=float)
+    sizes = np.array([_memory_slots(cluster, p) for p in names])
     probs = weights / weights.sum()
     capacity = sum(g.model.slots for g in cluster.gpus)
     mean_size = float(probs @ sizes)
@@ -105,14 +113,9 @@ def poisson_trace(
     # Given their number, the arrival times of a Poisson process are uniform order statistics.
     arrivals = np.sort(rng.uniform(0.0, horizon, size=count))
     profiles = rng.choice(len(names), size=count, p=probs)
-    if lifetime == "exponential":
-        durations = rng.exponential(mean_lifetime, size=count)
-    else:
-        durations = 2.0 * mean_lifetime * (1.0 - rng.uniform(size=count))
-    # A zero draw (probability ~0) would make a request leave as it arrives, which Trace forbids.
-    durations = np.maximum(durations, 1e-9 * mean_lifetime)
+    durations = _lifetimes(rng, lifetime, mean_lifetime, count)
     width = max(6, len(str(count - 1)))
-    requests = tuple(
+    requests = tuple(first) + tuple(
         Request(f"p{i:0{width}d}", names[int(k)], float(a), float(a + d))
         for i, (a, k, d) in enumerate(zip(arrivals, profiles, durations, strict=True))
     )
@@ -132,6 +135,8 @@ def poisson_trace(
             "rate": rate,
             "mean_size": mean_size,
             "capacity_slots": capacity,
+            "running": len(cluster.running),
+            "first": len(first),
         },
     )
 
@@ -148,6 +153,7 @@ def poisson_stream(
     mean_lifetime: float = 10.0,
     horizon: float = 200.0,
     lifetime: Lifetime = "exponential",
+    requests: bool = True,
 ) -> Trace:
     """:func:`poisson_trace` from plain options: the ``poisson`` workload of ``mipopt simulate``.
 
@@ -159,9 +165,13 @@ def poisson_stream(
         The cluster: ``gpus`` GPUs of ``model``, ``gpus_per_host`` to a host (the last
         host holds the remainder); hosts have no cpu or ram limits.
     cluster
-        Path of an instance JSON file whose hosts and GPUs are the cluster instead
-        (its workloads are ignored); ``gpus``, ``model`` and ``gpus_per_host`` then do
-        not apply.
+        Path of an instance JSON file whose hosts and GPUs are the cluster instead;
+        ``gpus``, ``model`` and ``gpus_per_host`` then do not apply. Its running
+        workloads are placed at time 0 and stay; its new workloads arrive at time 0, in
+        the file's order, before the stream (lifetimes drawn as the stream's).
+    requests
+        With ``cluster``: whether the instance's new workloads arrive (``false``: they
+        are left out).
     load, mean_lifetime, horizon, lifetime
         As in :func:`poisson_trace` (hours).
     mix
@@ -173,10 +183,13 @@ def poisson_stream(
     ValueError
         Naming the option, the rule and the bad value.
     """
+    first: list[Request] = []
     if cluster is not None:
         from mipopt.io import load_instance
 
         instance = load_instance(Path(cluster))
+        if requests:
+            first = _first_arrivals(instance, mean_lifetime, lifetime, seed)
     else:
         for label, value in (("gpus", gpus), ("gpus_per_host", gpus_per_host)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -194,7 +207,41 @@ def poisson_stream(
         horizon=horizon,
         seed=seed,
         lifetime=lifetime,
+        first=first,
     )
+
+
+def _first_arrivals(instance: Instance, mean_lifetime: float, lifetime: Lifetime, seed: int) -> list[Request]:
+    """An instance's new workloads as requests at time 0, lifetimes drawn as the stream's
+    (from a generator of their own, so the stream stays the one ``seed`` gives)."""
+    if not mean_lifetime > 0 or mean_lifetime == float("inf"):
+        raise ValueError(f"mean_lifetime must be a positive finite number, got {mean_lifetime!r}")
+    new = instance.new
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    durations = _lifetimes(rng, lifetime, mean_lifetime, len(new))
+    return [
+        Request(
+            w.id,
+            str(w.profile),
+            0.0,
+            float(d),
+            cpu=w.cpu,
+            ram_gb=w.ram_gb,
+            weight=w.weight,
+            gpu_models=w.gpu_models,
+        )
+        for w, d in zip(new, durations, strict=True)
+    ]
+
+
+def _lifetimes(rng: np.random.Generator, lifetime: Lifetime, mean: float, n: int) -> np.ndarray:
+    """``n`` lifetimes of mean ``mean``: exponential, or uniform on ``(0, 2 * mean]``."""
+    if lifetime == "exponential":
+        durations = rng.exponential(mean, size=n)
+    else:
+        durations = 2.0 * mean * (1.0 - rng.uniform(size=n))
+    # A zero draw (probability ~0) would make a request leave as it arrives, which Trace forbids.
+    return np.maximum(durations, 1e-9 * mean)
 
 
 def _mix(cluster: Instance, text: str) -> dict[str, float]:
@@ -216,16 +263,16 @@ def _mix(cluster: Instance, text: str) -> dict[str, float]:
     return out
 
 
-def _memory_slots(cluster: Instance, profile: str) -> int:
-    """Memory slots of ``profile`` on the cluster's GPU models (they must agree)."""
-    found = {
-        p.memory_slots
-        for m in {g.model.name: g.model for g in cluster.gpus}.values()
-        if (p := m.find(profile))
-    }
-    if not found:
+def _memory_slots(cluster: Instance, profile: str) -> float:
+    """Memory slots of ``profile``, averaged over the cluster's GPUs whose model has it.
+
+    Raises
+    ------
+    ValueError
+        When no GPU model of the cluster has the profile.
+    """
+    sizes = [p.memory_slots for g in cluster.gpus if (p := g.model.find(profile))]
+    if not sizes:
         models = sorted({g.model.name for g in cluster.gpus})
         raise ValueError(f"mix: {profile!r} is not a profile of the cluster's GPU models {models}")
-    if len(found) > 1:
-        raise ValueError(f"mix: {profile!r} has different sizes {sorted(found)} on the cluster's GPU models")
-    return found.pop()
+    return sum(sizes) / len(sizes)

@@ -3,17 +3,19 @@
 Workload generators (:mod:`mipopt.workloads`: ``fbk``, ``poisson``, ``alibaba``) produce a
 :class:`Trace`; :func:`mipopt.simulation.simulate` replays it under a policy. Times are in
 the trace's own unit (``time_unit``: ``"slot"`` for the FBK set-up, ``"h"`` for the
-Alibaba trace and Poisson streams).
+Alibaba trace and Poisson streams). A trace may start from a cluster's current state:
+the running workloads of its ``cluster`` are placed at time 0 and stay.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from mipopt.errors import InstanceError
-from mipopt.instance import Instance, InstanceBuilder
+from mipopt.instance import Instance, Workload
 
 __all__ = ["Request", "Trace"]
 
@@ -23,7 +25,9 @@ class Request:
     """One workload request: it arrives at ``arrival`` and, when placed, leaves at ``departure``.
 
     ``departure`` is ``math.inf`` for a workload that never leaves. ``profile`` is a
-    profile name of the trace's GPU model(s).
+    profile name of the trace's GPU model(s), resolved per model (``1g.10gb`` is two
+    memory slots on an A100-40GB, one on an H100-80GB); ``gpu_models`` restricts the
+    models it may run on.
     """
 
     id: str
@@ -33,6 +37,7 @@ class Request:
     cpu: float = 0.0
     ram_gb: float = 0.0
     weight: float = 1.0
+    gpu_models: tuple[str, ...] | None = None
 
     @property
     def duration(self) -> float:
@@ -41,14 +46,15 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """A cluster (hosts and GPUs, no workloads) and its requests, sorted by arrival then id order.
+    """A cluster and its requests, sorted by arrival then id order.
 
     Attributes
     ----------
     name
         Shown in reports.
     cluster
-        The hosts and GPUs; its workloads, if any, are ignored.
+        The hosts and GPUs, and the running workloads at time 0 (they never leave); its
+        new workloads are not requests of the trace (a source may turn them into some).
     requests
         The requests in arrival order (ties keep their order).
     time_unit
@@ -66,7 +72,7 @@ class Trace:
     def __post_init__(self) -> None:
         models = {self.cluster.gpu(g).model for h in self.cluster.hosts for g in h.gpus}
         known: dict[str, bool] = {}  # profile name -> some model of the cluster has it
-        seen: set[str] = set()
+        seen: set[str] = {w.id for w in self.cluster.running}
         for i, r in enumerate(self.requests):
             if r.profile not in known:
                 known[r.profile] = any(m.find(r.profile) is not None for m in models)
@@ -74,7 +80,9 @@ class Trace:
                 names = ", ".join(sorted(m.name for m in models))
                 raise InstanceError(f"requests[{i}].profile", f"{r.profile!r} is not a profile of {names}")
             if r.id in seen:
-                raise InstanceError(f"requests[{i}].id", f"duplicate id {r.id!r}")
+                raise InstanceError(
+                    f"requests[{i}].id", f"duplicate id {r.id!r} (of a request or a running workload)"
+                )
             seen.add(r.id)
             if not r.departure > r.arrival:
                 raise InstanceError(
@@ -84,16 +92,10 @@ class Trace:
                 raise InstanceError(f"requests[{i}].arrival", "requests must be sorted by arrival")
 
     def instance(self) -> Instance:
-        """The cluster with every request as a new workload: what policies and the verifier see."""
-        b = InstanceBuilder(self.name, custom_models=list(self.cluster.custom_models))
-        for h in self.cluster.hosts:
-            b.add_host(
-                h.id,
-                {g: self.cluster.gpu(g).model for g in h.gpus},
-                cpu=h.cpu,
-                ram_gb=h.ram_gb,
-                weight=h.weight,
-            )
-        for r in self.requests:
-            b.add_workload(r.id, r.profile, cpu=r.cpu, ram_gb=r.ram_gb, weight=r.weight)
-        return b.build()
+        """The cluster's running workloads and every request as a new workload: what policies and
+        the verifier see."""
+        requests = tuple(
+            Workload(r.id, r.profile, r.cpu, r.ram_gb, r.weight, gpu_models=r.gpu_models)
+            for r in self.requests
+        )
+        return dataclasses.replace(self.cluster, name=self.name, workloads=self.cluster.running + requests)

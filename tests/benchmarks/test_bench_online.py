@@ -15,7 +15,7 @@ COMMITTED = [RESULTS / "online.csv", README]
 COLUMNS = [
     "commit", "date", "machine", "python", "numpy", "measurement", "policy", "method", "workload", "gpus",
     "requests", "runs", "repeats", "timed_fraction", "time_s", "min_time_s", "runtime_s", "ratio", "target_s",
-    "decisions_checked", "mismatches", "acceptance", "seed",
+    "decisions_checked", "mismatches", "acceptance_rate", "seed",
 ]  # fmt: skip
 POLICIES = ["ff", "mfi", "grmu", "adapter(mfi)"]
 LOOPED = {"ff", "mfi"}
@@ -74,7 +74,7 @@ def test_online_benchmark_small(tmp_path: Path) -> None:
     fbk = by[("fbk", "ff", "python-loop")]
     assert (fbk["runs"], fbk["timed_fraction"]) == ("1", "0.5")
     assert by[("fbk", "ff", "tables")]["runs"] == "2"
-    assert 0 < float(by[("fbk", "mfi", "tables")]["acceptance"]) <= 1
+    assert 0 < float(by[("fbk", "mfi", "tables")]["acceptance_rate"]) <= 1
 
     readme = (out / "README.md").read_text()
     begin, end = readme.index("<!-- online:begin -->"), readme.index("<!-- online:end -->")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from mipopt.heuristics.policies import make_policy
 from mipopt.instance import InstanceBuilder
-from mipopt.simulation import Request, Trace, simulate
+from mipopt.simulation import Request, Trace, on_grid, simulate
 
 
 def half_full_trace(split_hosts: bool) -> Trace:
@@ -37,14 +39,14 @@ def half_full_trace(split_hosts: bool) -> Trace:
 @pytest.mark.parametrize(("split_hosts", "kind"), [(False, "moves_inter_gpu"), (True, "moves_inter_host")])
 def test_consolidation_runs_at_a_tick_of_the_replay(split_hosts: bool, kind: str) -> None:
     trace = half_full_trace(split_hosts)
-    res = simulate(trace, make_policy("grmu:consolidation=1"), bucket=0.5, debug=True)
-    series = res.series.set_index("time")
+    res = simulate(trace, make_policy("grmu:consolidation=1"), bucket=0.5, horizon=math.inf, debug=True)
     other = "moves_inter_host" if kind == "moves_inter_gpu" else "moves_inter_gpu"
-    # samples are taken before the events of their instant: the tick at 1 shows from 1.5 on
-    assert list(series[kind]) == [0, 0] + [1] * 9
-    assert series[other].sum() == 0 and series["moves_intra_gpu"].sum() == 0
+    # a row is the state after its instant's events: the tick at 1 shows from 1 on
+    at = on_grid(res.series, [0.5, 1.0, 1.5, 2.0, 5.0])
+    assert list(at[kind]) == [0, 1, 1, 1, 1]
+    assert res.series[other].sum() == 0 and res.series["moves_intra_gpu"].sum() == 0
     # between the tick and d's arrival only g1 is on (b and c); before the tick g1 and g2
-    assert list(series.loc[[1.0, 1.5, 2.0], "active_gpus"]) == [2, 1, 2]
+    assert list(at["active_gpus"]) == [2, 1, 2, 2, 0]
     s = res.summary
     assert (s["accepted"], s["migrations"], s[kind]) == (4, 1, 1)
     assert s["migrations_per_accepted"] == pytest.approx(0.25)
@@ -52,7 +54,6 @@ def test_consolidation_runs_at_a_tick_of_the_replay(split_hosts: bool, kind: str
 
 
 def test_without_consolidation_the_half_full_gpus_stay() -> None:
-    res = simulate(half_full_trace(False), make_policy("grmu"), bucket=0.5, debug=True)
-    series = res.series.set_index("time")
+    res = simulate(half_full_trace(False), make_policy("grmu"), bucket=0.5, horizon=math.inf, debug=True)
     assert res.summary["migrations"] == 0 and res.summary["accepted"] == 4
-    assert list(series.loc[[1.0, 1.5, 2.0], "active_gpus"]) == [2, 2, 2]
+    assert list(on_grid(res.series, [1.0, 1.5, 2.0])["active_gpus"]) == [2, 2, 2]

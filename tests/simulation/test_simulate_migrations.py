@@ -82,7 +82,7 @@ def test_defragmentation_parks_on_the_hosts_other_gpu() -> None:
     ]
     assert len(policy.defrags) == 1 and not any(m.disruptive for m in policy.defrags[0])
     assert s["placed"] == {"b": ("g1", 4), "e": ("g1", 0), "d": ("g1", 2)}
-    assert (s["accepted"], s["arrived"], s["acceptance_2g.10gb"]) == (5, 5, 1.0)  # d accepted after it
+    assert (s["accepted"], s["arrived"], s["acceptance_rate_2g.10gb"]) == (5, 5, 1.0)  # d accepted after it
     assert series == {
         "moves_intra_gpu": 1,
         "moves_inter_gpu": 2,
@@ -96,10 +96,11 @@ def test_defragmentation_parks_on_the_hosts_other_gpu() -> None:
     assert s["migrations"] == 3  # the park counts as a migration
 
 
-def test_series_counts_are_cumulative_and_sampled_before_the_instant() -> None:
+def test_series_counts_are_cumulative_and_sampled_after_the_instant() -> None:
     res = simulate(fragmented_trace(), RecordingGrmu(heavy=0.5), bucket=0.5, debug=True)
     series = res.series.set_index("time")
-    # the defragmentation happens at 1.0: the sample at 1.0 is before it, the one at 1.5 after
+    assert list(series.index) == [0.0, 0.5, 1.0]  # the window ends at d's arrival
+    # the defragmentation happens at 1.0, when d arrives: the row at 1.0 is after it
     assert list(series["plan_rounds"]) == [0, 0, 3]
     assert list(series["parking_moves"]) == [0, 0, 1]
     assert list(series["disruptive_moves"]) == [0, 0, 0]

@@ -62,7 +62,7 @@ def test_sources_are_loaded_enough_to_reject() -> None:
     trace = make_trace(
         "poisson:gpus=4,gpus_per_host=2,load=1.5,mean_lifetime=2,horizon=8,mix=skew-big", seed=2
     )
-    assert simulate(trace, make_policy("ff"), seed=2).summary["acceptance"] < 0.9
+    assert simulate(trace, make_policy("ff"), seed=2).summary["acceptance_rate"] < 0.9
 
 
 def test_poisson_spec_options() -> None:
