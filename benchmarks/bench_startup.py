@@ -30,12 +30,10 @@ if not __package__:  # run as a file: python benchmarks/bench_startup.py
     import _as_module  # noqa: F401
 
 import argparse
-import shutil
 import subprocess
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from benchmarks import common
@@ -68,13 +66,7 @@ def program(command: str) -> list[str]:
     args, _ = COMMANDS[command]
     if command.startswith("python"):
         return [sys.executable, *args]
-    script = Path(sys.executable).with_name("mipopt")
-    if not script.is_file():
-        found = shutil.which("mipopt")
-        if found is None:
-            raise common.Failed("no mipopt console script beside the interpreter nor on PATH")
-        script = Path(found)
-    return [sys.executable, str(script), *args]
+    return [*common.mipopt_command(), *args]
 
 
 def wall_times(command: str, runs: int) -> list[float]:

@@ -32,6 +32,7 @@ import multiprocessing
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -132,6 +133,18 @@ def versions(*packages: str) -> dict[str, str]:
 
 #: The columns every row starts with, from :func:`run_info`.
 RUN_COLUMNS = ("commit", "date", "machine", "python")
+
+
+def mipopt_command() -> list[str]:
+    """The ``mipopt`` console script installed beside the interpreter (as ``pip`` writes it), run by
+    that interpreter, so that no shell or version-manager shim is timed."""
+    script = Path(sys.executable).with_name("mipopt")
+    if not script.is_file():
+        found = shutil.which("mipopt")
+        if found is None:
+            raise Failed("no mipopt console script beside the interpreter nor on PATH")
+        script = Path(found)
+    return [sys.executable, str(script)]
 
 
 def run_info() -> dict[str, str]:
