@@ -25,9 +25,14 @@ def test_simulate_benchmark_small(tmp_path: Path) -> None:
         assert row["runs"] == "1" and 0 < float(row["median_s"]) < 60
         assert 20 < float(row["peak_rss_mb"]) < 2048  # a Python process with numpy and pandas
         assert int(row["series_rows"]) > 10
-    assert rows[1]["command"].startswith("mipopt simulate --workload poisson:cluster=instances/quickstart.json")
+    assert rows[1]["command"].startswith(
+        "mipopt simulate --workload poisson:cluster=instances/quickstart.json"
+    )
     text = (tmp_path / "README.md").read_text()
-    assert "| `mipopt simulate --workload fbk:distribution=skew-big --policy mfi --policy ff --out DIR` |" in text
+    assert (
+        "| `mipopt simulate --workload fbk:distribution=skew-big --policy mfi --policy ff --out DIR` |"
+        in text
+    )
     assert [digest(p) for p in committed] == before
 
 
