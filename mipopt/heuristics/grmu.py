@@ -195,7 +195,8 @@ class Grmu(Policy):
       of GPUs), rounded, for the heavy basket and the rest for the light one (Alg. 3
       writes ``<=``, which would let a basket exceed its capacity by one GPU).
       As in Alg. 2, each basket starts with one empty GPU from the pool. A GPU that
-      empties goes back to the pool.
+      empties goes back to the pool (``release=False``: it stays in its basket; the
+      paper says only that consolidation returns the GPUs it frees).
     * **Defragmentation** (Alg. 4), when a request finds no place: the active light
       GPU with the highest GRMU Fragmentation value (``tables_for(model).grmu``) has
       its workloads re-placed on an empty mock GPU at their default starts, in
@@ -227,17 +228,27 @@ class Grmu(Policy):
     consolidation
         Interval between consolidations in the trace's time unit; None or 0 switches
         it off, the paper's final setting (section 8.2.2).
+    release
+        Whether a GPU emptied by a departure goes back to the pool (default) or stays in
+        its basket.
     """
 
     name = "grmu"
 
-    def __init__(self, heavy: float | None = 0.3, defrag: bool = True, consolidation: float | None = None):
+    def __init__(
+        self,
+        heavy: float | None = 0.3,
+        defrag: bool = True,
+        consolidation: float | None = None,
+        release: bool = True,
+    ):
         if heavy is not None and not 0 <= heavy <= 1:
             raise TypeError(f"heavy must be a fraction in [0, 1] or None, got {heavy}")
         if consolidation is not None and consolidation < 0:
             raise TypeError(f"consolidation must be a positive interval or None, got {consolidation}")
         self.heavy = heavy
         self.defrag = bool(defrag)
+        self.release = bool(release)
         self.consolidation = consolidation or None
         self.tick = self.consolidation
         self.basket: IntArray = np.zeros(0, dtype=np.int64)
@@ -305,7 +316,7 @@ class Grmu(Policy):
     def depart(self, cluster: Cluster, w: Workload, now: float) -> None:
         k = cluster.position[cluster.placed[w.id][0]]
         super().depart(cluster, w, now)
-        if cluster.mask[k] == 0:
+        if self.release and cluster.mask[k] == 0:
             self.basket[k] = POOL
 
     def on_tick(self, cluster: Cluster, now: float) -> None:
