@@ -34,7 +34,8 @@ def test_fbk_profile_frequencies_match_table_ii(distribution: str) -> None:
 
 
 def test_fbk_t_is_the_realized_saturation_slot() -> None:
-    trace = fbk_trace(gpus=100, distribution="skew-big", seed=7)
+    # the text's literal reading (lifetimes="demand"): T is the realized 100 % demand slot
+    trace = fbk_trace(gpus=100, distribution="skew-big", seed=7, lifetimes="demand")
     sizes = [SLOTS[r.profile] for r in trace.requests]
     t = trace.meta["T"]
     # default length is T: the last request brings the demand to 100 %, the one before does not
@@ -53,7 +54,7 @@ def test_fbk_t_is_the_realized_saturation_slot() -> None:
 
 
 def test_fbk_lifetimes_cover_one_to_t_uniformly() -> None:
-    trace = fbk_trace(gpus=20, seed=1, slots=20_000)
+    trace = fbk_trace(gpus=20, seed=1, slots=20_000, lifetimes="demand")
     t = trace.meta["T"]
     lifetimes = np.array([r.departure - r.arrival for r in trace.requests])
     assert lifetimes.min() == 1 and lifetimes.max() == t
@@ -61,10 +62,10 @@ def test_fbk_lifetimes_cover_one_to_t_uniformly() -> None:
 
 
 def test_fbk_is_seeded_and_longer_runs_extend_shorter_ones() -> None:
-    a = fbk_trace(gpus=30, distribution="bimodal", seed=5)
-    assert a == fbk_trace(gpus=30, distribution="bimodal", seed=5)
-    assert a.requests != fbk_trace(gpus=30, distribution="bimodal", seed=6).requests
-    longer = fbk_trace(gpus=30, distribution="bimodal", seed=5, slots=2 * a.meta["T"])
+    a = fbk_trace(gpus=30, distribution="bimodal", seed=5, lifetimes="demand")
+    assert a == fbk_trace(gpus=30, distribution="bimodal", seed=5, lifetimes="demand")
+    assert a.requests != fbk_trace(gpus=30, distribution="bimodal", seed=6, lifetimes="demand").requests
+    longer = fbk_trace(gpus=30, distribution="bimodal", seed=5, slots=2 * a.meta["T"], lifetimes="demand")
     assert longer.meta["T"] == a.meta["T"]
     assert longer.requests[: len(a.requests)] == a.requests
     assert longer.meta["demand"][-1] == pytest.approx(
