@@ -370,7 +370,10 @@ def bench_fbk(
     """``runs`` FBK replays per policy (seeds ``seed`` to ``seed + runs - 1``); the loop on the first ``loop_runs``."""
     common.progress(f"fbk: generating {runs} traces")
     traces = [
-        fbk_trace(gpus=gpus, distribution=FBK_DISTRIBUTION, seed=seed + r, model=FBK_MODEL)
+        # lifetimes uniform in [1, T] (the reading of the rows before issue 15, so they stay comparable)
+        fbk_trace(
+            gpus=gpus, distribution=FBK_DISTRIBUTION, seed=seed + r, model=FBK_MODEL, lifetimes="demand"
+        )
         for r in range(runs)
     ]
     requests = sum(len(t.requests) for t in traces)

@@ -204,7 +204,7 @@ def simulate(
     >>> trace = fbk_trace(gpus=4, seed=1)
     >>> result = mipopt.simulate(trace, mipopt.make_policy("mfi"), debug=True)
     >>> result.summary["arrived"], result.summary["accepted"], result.summary["peak_active_gpus"]
-    (9, 9, 4)
+    (9, 8, 4)
     """
     for label, value in (
         ("bucket", bucket),
