@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -170,7 +169,10 @@ def plot_series(
 
     data = series.assign(migrations=series.filter(like="moves_").sum(axis=1))
     runs = int(data["run"].nunique()) if "run" in data else 1
-    grid = np.linspace(0.0, float(data["time"].max()), points)
+    # Runs whose windows differ are drawn up to the shortest: a mean over fewer runs would jump.
+    ends = data.groupby(["policy", "run"])["time"].max() if runs > 1 else data["time"].max()
+    shown = float(np.min(ends))
+    grid = np.linspace(0.0, shown, points)
     drawn, constant = [], []
     for column, label in PANELS:
         if column not in data:
@@ -191,31 +193,26 @@ def plot_series(
             if runs == 1:
                 ax.step(rows["time"], rows[column], where="post", label=str(policy), linewidth=1.2)
                 continue
-            # A run says nothing after its window's end.
             table = np.stack(
-                [
-                    np.where(
-                        grid <= run["time"].max(), on_grid(run, grid)[column].to_numpy(dtype=float), np.nan
-                    )
-                    for _, run in rows.groupby("run")
-                ]
+                [on_grid(run, grid)[column].to_numpy(dtype=float) for _, run in rows.groupby("run")]
             )
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # grid times after every run's end
-                mean, low, high = np.nanmean(table, 0), np.nanmin(table, 0), np.nanmax(table, 0)
-            (line,) = ax.plot(grid, mean, label=str(policy), linewidth=1.2)
-            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
+            (line,) = ax.plot(grid, table.mean(axis=0), label=str(policy), linewidth=1.2)
+            ax.fill_between(grid, table.min(axis=0), table.max(axis=0), color=line.get_color(), alpha=0.15)
         ax.set_title(label, fontsize=10)
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(drawn) :]:
         ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel(f"time ({time_unit})" if time_unit else "time")
+    for col in range(ncols):  # the lowest panel drawn in each column carries the time axis
+        bottom = [axes[row][col] for row in range(nrows) if row * ncols + col < len(drawn)]
+        if bottom:
+            bottom[-1].xaxis.set_tick_params(labelbottom=True)
+            bottom[-1].set_xlabel(f"time ({time_unit})" if time_unit else "time")
     if drawn:
         axes[0][0].legend(fontsize=8)
     lines = textwrap.wrap(title, 100) if title else []
     if runs > 1:
-        lines.append(f"mean of {runs} runs, shaded from the lowest to the highest run")
+        until = f" (up to t = {shown:g}, where the shortest run ends)" if shown < data["time"].max() else ""
+        lines.append(f"mean of {runs} runs, shaded from the lowest to the highest run{until}")
     if constant:
         lines.append("constant throughout: " + ", ".join(constant))
     fig.suptitle("\n".join(lines), fontsize=10)
