@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from factories import ROOT
@@ -60,3 +61,42 @@ def test_python_section_runs_as_a_doctest(monkeypatch: pytest.MonkeyPatch) -> No
 def test_python_section_comes_right_after_the_quick_start() -> None:
     headings = re.findall(r"^## (.+)$", (ROOT / "README.md").read_text(), re.M)
     assert headings[:2] == ["Quick start", "Python"]
+
+
+def _simulate_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = re.search(r"^## Online policies over time\n(.*?)^## ", text, re.S | re.M)
+    assert section, "README.md has no section on simulate"
+    return section.group(1)
+
+
+def test_simulate_examples_run_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shlex
+
+    from mipopt.cli import main
+
+    blocks = re.findall(r"^```\n(.*?)^```", _simulate_section(), re.S | re.M)
+    commands = [b.strip() for b in blocks if b.startswith("mipopt simulate")]
+    assert len(commands) == 3
+    monkeypatch.chdir(ROOT)
+    ran = 0
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        if "alibaba:path=../shared/data/alibaba-gpu-v2023" in command:
+            if not (ROOT.parent / "shared" / "data" / "alibaba-gpu-v2023").is_dir():
+                continue
+            argv[argv.index("--out") + 1] = str(tmp_path / "out")
+        assert main(argv) == 0, command
+        ran += 1
+    assert ran >= 2
+    # the printed table of the first example is what the command prints: policy, runs, accepted, rate
+    capsys.readouterr()
+    assert main(shlex.split(commands[0])[1:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    shown = next(b for b in blocks if b.startswith("workload fbk")).splitlines()
+    assert shown[0] == printed[0]
+    rows = {line.split()[0]: line.split()[1:4] for line in printed[3:]}
+    for line in shown[2:]:
+        assert line.split()[1:4] == rows[line.split()[0]], line
