@@ -31,7 +31,9 @@ Parts (``--parts``), each a list of :func:`mipopt.simulation.simulate` replays:
 top of the ``paper`` setting (``ff``, ``mcc``, ``grmu`` and ``grmu:heavy=0.5`` on each): the
 IQR filter off, which pods count as VMs (by ``pod_phase``; without the GPU-less pods), the
 GPU-share mapping (compute or memory share instead of Eq. 28's product), every GPU of a node,
-and arrival compression instead of longer lifetimes.
+arrival compression instead of longer lifetimes, and two simulator readings (decisions once an
+hour, rejected requests waiting up to 24 h: ``batch_interval`` and ``queue_timeout`` in a
+setting's options go to ``simulate``, in trace hours).
 
 ``--explore`` runs instead the grid of load settings that chose the default one (``ff``,
 ``mcc`` and ``grmu`` on each): nodes with all their GPUs or one, all hosts or a seeded half
@@ -97,7 +99,11 @@ READINGS = (
     ("compute share, lifetimes x30000", "share=compute,duration_scale=30000"),
     ("compute share, no departures", "share=compute,departures=false"),
     ("memory share, no departures", "share=memory,departures=false"),
+    ("decisions once an hour (simulator)", "batch_interval=1"),
+    ("rejected requests wait up to 24 h (simulator)", "queue_timeout=24"),
 )
+#: Options of a setting that go to ``simulate`` rather than ``alibaba_trace`` (in trace hours).
+SIMULATE_OPTIONS = ("batch_interval", "queue_timeout")
 READING_POLICIES = ("ff", "mcc", "grmu", "grmu:heavy=0.5", "grmu:release=false")
 PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")
 COMPARED = ("ff", "bf", "mcc", "mecc", "grmu")
@@ -162,9 +168,18 @@ COLUMNS = [
 # --- traces and replays ----------------------------------------------------------
 
 
+def split_options(options: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A setting's options: those of ``alibaba_trace`` and those of ``simulate`` (:data:`SIMULATE_OPTIONS`)."""
+    given = parse_options(options, "--settings")
+    return (
+        {k: v for k, v in given.items() if k not in SIMULATE_OPTIONS},
+        {k: v for k, v in given.items() if k in SIMULATE_OPTIONS},
+    )
+
+
 def load(trace_dir: Path, options: str, seed: int = 0) -> Trace:
-    """The mapped trace under ``options`` (host sample seeded by ``seed``)."""
-    return alibaba_trace(trace_dir, **{"seed": seed, **parse_options(options, "--settings")})
+    """The mapped trace under ``options`` (host sample seeded by ``seed``; simulator options ignored)."""
+    return alibaba_trace(trace_dir, **{"seed": seed, **split_options(options)[0]})
 
 
 def trace_hours(trace: Trace) -> int:
@@ -187,12 +202,17 @@ def hourly(series: pd.DataFrame, hour: float = 1.0) -> pd.DataFrame:
     return grid.assign(arrived_in_hour=arrived, accepted_in_hour=accepted, hourly_acceptance_rate=rate)
 
 
-def replay(trace: Trace, spec: str, seed: int) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One replay's row values (without the run and setting columns) and its hourly series."""
+def replay(
+    trace: Trace, spec: str, seed: int, simulate_options: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One replay's row values (without the run and setting columns) and its hourly series.
+
+    ``simulate_options`` (``batch_interval``, ``queue_timeout``) are in trace hours."""
     # Compressed arrivals squeeze the trace's hours: sample and count per trace hour.
     hour = 1.0 / float(trace.meta.get("compress", 1.0))
     t0 = time.perf_counter()
-    res = simulate(trace, make_policy(spec), seed=seed, bucket=hour)
+    extra = {k: v * hour for k, v in (simulate_options or {}).items()}
+    res = simulate(trace, make_policy(spec), seed=seed, bucket=hour, **extra)
     runtime = time.perf_counter() - t0
     s = res.summary
     hours = hourly(res.series, hour)
@@ -250,7 +270,7 @@ def bench_setting(
     for part in parts:
         for label, spec in part_runs(part, args.heavy, args.intervals):
             if spec not in done:
-                done[spec] = replay(trace, spec, args.seed)
+                done[spec] = replay(trace, spec, args.seed, split_options(options)[1])
                 row = done[spec][0]
                 common.progress(
                     f"{name} {part} {label} ({spec}): accepted {row['accepted']} "
@@ -294,7 +314,7 @@ def bench_grid(
         }
         found = []
         for spec in policies:
-            row, _ = replay(trace, spec, seed)
+            row, _ = replay(trace, spec, seed, split_options(options)[1])
             rows.append({**shared, "part": part, "label": spec, **row})
             found.append(f"{spec} {float(row['acceptance_rate']):.1%}")
         common.progress(

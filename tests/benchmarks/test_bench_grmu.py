@@ -108,13 +108,16 @@ def test_bench_grmu_smoke(tmp_path: Path) -> None:
     assert read.returncode == 0, read.stderr
     rows = list(csv.DictReader((out / "grmu.csv").open(newline="")))
     readings = [r for r in rows if r["part"] == "readings"]
-    assert len(readings) == 13 * 5
+    assert len(readings) == 15 * 5
     assert {r["label"] for r in readings} == {"ff", "mcc", "grmu", "grmu:heavy=0.5", "grmu:release=false"}
     by_options = {r["options"]: r for r in readings}
     # every pod of the synthetic trace is Running and has a GPU share but one (gpu_milli 0)
     assert by_options["gpus_per_host=1,duration_scale=20000,cpu_pods=false"]["requests"] == str(48 - 6)
     assert by_options["gpus_per_host=1,duration_scale=20000,phases=Running+Succeeded"]["requests"] == "48"
     assert by_options["gpus_per_host=1,duration_scale=20000,gpus_per_host=none"]["gpus"] == "11"
+    # simulator readings: the same trace, decided hourly or with a queue
+    batch = by_options["gpus_per_host=1,duration_scale=20000,batch_interval=1"]
+    assert (batch["requests"], batch["gpus"]) == ("48", "3")
     text = (out / "README.md").read_text()
     assert "| Reading | Options added |" in text and "| paper setting | - | 48 | 3 |" in text
 
