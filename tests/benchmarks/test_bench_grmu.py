@@ -125,7 +125,7 @@ def test_bench_grmu_smoke(tmp_path: Path) -> None:
     assert explored.returncode == 0, explored.stderr
     rows = list(csv.DictReader((out / "grmu.csv").open(newline="")))
     grid = [r for r in rows if r["part"] == "explore"]
-    assert len(grid) == 3 * 44 and {r["label"] for r in grid} == {"ff", "mcc", "grmu"}
+    assert len(grid) == 3 * (44 + 32) and {r["label"] for r in grid} == {"ff", "mcc", "grmu"}
     assert {r["gpus"] for r in grid if "gpus_per_host=1" in r["options"]} <= {"1", "2", "3"}
     assert "| GPUs per node | CPU/RAM |" in (out / "README.md").read_text()
     assert [digest(p) for p in COMMITTED] == before  # the committed results are untouched
