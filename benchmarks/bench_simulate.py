@@ -35,7 +35,12 @@ from benchmarks import common
 ALIBABA = common.REPO_ROOT.parent / "shared" / "data" / "alibaba-gpu-v2023"
 #: name -> (simulate arguments with {trace} for the trace folder, target seconds, target MB, needs the trace)
 COMMANDS: dict[str, tuple[str, float | None, float | None, bool]] = {
-    "fbk": ("--workload fbk:distribution=skew-big --policy mfi --policy ff", None, None, False),
+    "fbk": (
+        "--workload fbk:distribution=skew-big --policy mfi --policy ff-agnostic --policy rr --policy bf-bi:by-amount=true",
+        None,
+        None,
+        False,
+    ),
     "poisson": (
         "--workload poisson:gpus=16,load=0.9,mix=skew-big --policy mfi --policy ff",
         None,
@@ -43,7 +48,8 @@ COMMANDS: dict[str, tuple[str, float | None, float | None, bool]] = {
         False,
     ),
     "poisson-cluster": (
-        "--workload poisson:cluster=instances/quickstart.json,mix=1g.10gb:3;3g.40gb:1 --policy mfi --policy ff",
+        "--workload poisson:cluster=instances/quickstart.json,mix=1g.10gb:3;3g.40gb:1 --policy mfi --policy ff "
+        "--queue-timeout 2",
         None,
         None,
         False,

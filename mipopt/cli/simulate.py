@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SPEC",
         help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...,mix=...] or "
         "poisson:cluster=instance.json[,requests=false] (its running workloads stay, its new ones arrive first), "
-        "alibaba:path=DIR[,compress=...,host_fraction=...,gpus_per_host=...,duration_scale=...,departures=false]",
+        "alibaba:path=DIR[,compress=...,host_fraction=...,gpus_per_host=...,duration_scale=...,departures=false,"
+        "iqr=false,phases=Running+Succeeded,cpu_pods=false,share=product|compute|memory]",
     )
     p.add_argument(
         "--policy",

@@ -188,7 +188,7 @@ class _FitBestIndex(Policy):
     which the paper's Fig. 3 best-fit and load-balancing schemes fail, and under which
     "bin packing strategies like BF-BI and FF [...] prioritize the allocation of most
     utilized GPUs which are also likely to be the most fragmented" (section VI) can
-    lower BF-BI's acceptance at all.
+    lower BF-BI's acceptance rate at all.
     """
 
     worst = False

@@ -30,8 +30,8 @@ def test_simulate_benchmark_small(tmp_path: Path) -> None:
     )
     text = (tmp_path / "README.md").read_text()
     assert (
-        "| `mipopt simulate --workload fbk:distribution=skew-big --policy mfi --policy ff --out DIR` |"
-        in text
+        "| `mipopt simulate --workload fbk:distribution=skew-big --policy mfi --policy ff-agnostic --policy rr "
+        "--policy bf-bi:by-amount=true --out DIR` |" in text
     )
     assert [digest(p) for p in committed] == before
 
@@ -42,3 +42,22 @@ def test_verdict_needs_both_targets() -> None:
     assert verdict(row) == "PASS (< 60 s, < 2 GB)"
     assert verdict(row | {"peak_rss_mb": "2100"}) == "FAIL (< 60 s, < 2 GB)"
     assert verdict(row | {"target_s": "", "target_mb": ""}) == "-"
+
+
+def test_the_benchmark_times_the_readme_commands() -> None:
+    import re
+
+    from tests.bench_scripts import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    section = re.search(r"^## Online policies over time\n(.*?)^## ", text, re.S | re.M)
+    assert section
+    readme = {
+        c.strip().replace('"', "").removesuffix(" --out out/")
+        for c in re.findall(r"^```\n(mipopt simulate .*?)^```", section.group(1), re.S | re.M)
+    }
+    timed = {
+        "mipopt simulate " + text.format(trace="../shared/data/alibaba-gpu-v2023")
+        for text, *_ in load("bench_simulate").COMMANDS.values()
+    }
+    assert len(readme) == 3 and readme <= timed
