@@ -191,6 +191,10 @@ def poisson_stream(
         if requests:
             first = _first_arrivals(instance, mean_lifetime, lifetime, seed)
     else:
+        if requests is not True:
+            raise ValueError(
+                f"requests: only with cluster (an instance file's new workloads), got {requests!r}"
+            )
         for label, value in (("gpus", gpus), ("gpus_per_host", gpus_per_host)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{label} must be an integer of at least 1, got {value!r}")

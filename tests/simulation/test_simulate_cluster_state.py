@@ -37,6 +37,10 @@ def test_a_cluster_keeps_its_running_workloads_and_its_requests_arrive_first() -
     without = make_trace(MIXED + ",requests=false", seed=3)
     assert without.requests[0].id == "p000000" and len(without.cluster.running) == 3
     assert without.requests == trace.requests[5:]  # the stream is the same
+    with pytest.raises(
+        InstanceError, match=r"requests: only with cluster \(an instance file's new workloads\)"
+    ):
+        make_trace("poisson:gpus=4,requests=false", seed=3)
 
 
 def test_a_profile_name_is_sized_per_gpu_model() -> None:
