@@ -105,7 +105,7 @@ def alibaba_snapshot(
         time_unit=trace.time_unit,
         meta=trace.meta,
     )
-    placed = simulate(replay, make_policy("ff"), seed=seed, horizon=t).placed
+    placed = simulate(replay, make_policy("ff"), seed=seed, horizon=max(t, 0.0)).placed
     running = [r for r in alive if r.id in placed]
     new = [r for r in trace.requests if t < r.arrival <= t + window_h]
 
