@@ -59,7 +59,6 @@ from dataclasses import replace
 from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from mipopt.heuristics.base import completed
 from mipopt.instance import Instance, Solution, Workload
@@ -108,20 +107,6 @@ def lifted(instance: Instance) -> Instance:
         replace(w, placement=None) if w.running and not w.pinned else w for w in instance.workloads
     )
     return replace(instance, workloads=workloads)
-
-
-def _first(
-    cluster: Cluster, w: Workload, allowed: npt.NDArray[np.bool_], balanced: bool
-) -> tuple[int, int] | None:
-    """:meth:`Cluster.first_in_order` over the ``allowed`` GPUs only: (GPU, lowest legal free start) or None."""
-    bits = np.where(allowed, cluster.legal(w), 0)
-    ks = np.flatnonzero(bits)
-    if ks.size == 0:
-        return None
-    share = cluster.used[ks] / cluster.size[ks] if balanced else np.zeros(ks.size)
-    k = int(ks[np.lexsort((cluster.id_rank[ks], share))[0]])  # by share, then id
-    b = int(bits[k])
-    return k, (b & -b).bit_length() - 1
 
 
 def _in_order(workloads: list[Workload] | tuple[Workload, ...], balanced: bool) -> list[Workload]:
@@ -178,9 +163,8 @@ def ibm_baseline(
     method = f"ibm-{baseline} ({use_case}{', ' + compaction if use_case == 'compaction' else ''})"
     if use_case == "initial":
         cluster = Cluster(instance)
-        everywhere = np.ones(len(instance.gpus), dtype=bool)
         for w in _in_order(instance.new, balanced):
-            if (at := _first(cluster, w, everywhere, balanced)) is not None:
+            if (at := cluster.first_in_order(w, balanced=balanced)) is not None:
                 cluster.place(w, *at)
         return completed(instance, cluster.placed, method, t0)
     if use_case == "compaction" and compaction == "vacate":
@@ -191,7 +175,7 @@ def ibm_baseline(
     cluster = Cluster(question)
     moving = [w for w in question.new if instance.workload(w.id).running]
     for w in _in_order(moving, balanced):
-        if (at := _first(cluster, w, targets, balanced)) is not None:
+        if (at := cluster.first_in_order(w, balanced=balanced, allowed=targets)) is not None:
             cluster.place(w, *at)
     if all(w.id in cluster.placed for w in moving):  # nothing pending: an answer to the instance itself
         return completed(instance, cluster.placed, method, t0)
@@ -215,7 +199,7 @@ def _vacated(instance: Instance, balanced: bool) -> dict[str, tuple[str, int]]:
         for w in lifted_here:
             trial.remove(w)
         for w in _in_order(lifted_here, balanced):
-            at = _first(trial, w, targets, balanced)
+            at = trial.first_in_order(w, balanced=balanced, allowed=targets)
             if at is None:
                 break
             trial.place(w, *at)

@@ -245,15 +245,20 @@ class Cluster(Occupancy):
         assert p is not None and bits, f"{w.id} has no legal start on GPU {k}"
         return int(preferred_starts(model)[p, bits])
 
-    def first_in_order(self, w: Workload, *, balanced: bool) -> tuple[int, int] | None:
+    def first_in_order(
+        self, w: Workload, *, balanced: bool, allowed: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[int, int] | None:
         """IBM's baselines: the first GPU in their order that takes ``w``, at its lowest legal start.
 
         The first GPU of an order that takes ``w`` is the one with the smallest key
         among those that do: the id for first fit; the joint slice utilization
         ``(s_m + s_c) / (S_m + S_c)`` (IBM WPM section 4.2), then the id, for load
-        balancing. So no GPU list is sorted per workload.
+        balancing. So no GPU list is sorted per workload. ``allowed`` (a mask per GPU)
+        leaves the other GPUs out.
         """
         bits = self.legal(w)
+        if allowed is not None:
+            bits = np.where(allowed, bits, 0)
         fits = bits != 0
         if not fits.any():
             return None
