@@ -28,6 +28,7 @@ from mipopt.heuristics.mfi import (
     WorstFitBestIndex,
 )
 from mipopt.heuristics.policy import Policy
+from mipopt.heuristics.reopt import Reopt
 
 __all__ = ["POLICIES", "Factory", "make_policy", "policy_names"]
 
@@ -53,6 +54,8 @@ POLICIES: Mapping[str, Factory] = MappingProxyType(
         "ibm-initial": IbmInitial,
         # MIG-Adapter, mipopt.heuristics.adapter
         "adapter": Adapter,
+        # exact re-optimization over a base policy (issue 16), mipopt.heuristics.reopt
+        "reopt": Reopt,
     }
 )
 
