@@ -28,7 +28,8 @@ cluster's current state and carries out its answer:
 * **Counters** (:attr:`Reopt.stats`, reset by :meth:`Policy.start`, so one replay's):
   ``reopts`` (solves), ``reopts_rejection``, ``reopts_interval``,
   ``reopts_fragmentation``, ``reopts_applied`` (those that changed the cluster),
-  ``solve_s`` (total wall time of the solves), ``solve_max_s``, ``moves`` (relocations,
+  ``solve_s`` (total wall time of the solves), ``solve_max_s``, ``unproven`` (solves that
+  the time limit stopped before a proof), ``moves`` (relocations,
   parks and restores included), ``parks``, ``drains``, ``gb_moved`` (memory of every
   relocation, as the planner's ``moved_memory_gb``), ``placed_by_reopt`` (requests the
   base policy rejected that a re-optimization placed), ``drain_refusals``,
@@ -36,6 +37,10 @@ cluster's current state and carries out its answer:
   have been spent: from then on the policy is its base alone) and ``budget_exhausted_at``
   (the simulated time then, or None). The simulator counts the same moves and parks
   in its own summary (``migrations``, ``parking_moves``).
+
+Same seed, same result, as long as every solve ends with a proof: a solve that the time limit
+stops returns the best answer found by then, which depends on the machine's speed and load
+(``unproven`` counts them).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ STAT_KEYS = (
     "reopts_applied",
     "solve_s",
     "solve_max_s",
+    "unproven",
     "moves",
     "parks",
     "drains",
@@ -263,6 +269,7 @@ class Reopt(Policy):
         self.stats[f"reopts_{why}"] += 1
         self.stats["solve_s"] += spent
         self.stats["solve_max_s"] = max(self.stats["solve_max_s"], spent)
+        self.stats["unproven"] += int(sol.status is not Status.OPTIMAL)
         if sol.status is Status.NONE:
             return set()
         answer = sol.placed()

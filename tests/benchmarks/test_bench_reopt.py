@@ -12,7 +12,7 @@ COLUMNS = [
     "commit", "date", "machine", "python", "part", "workload", "seed", "policy", "gpus", "arrived",
     "accepted", "acceptance_rate", "hardware_area", "mean_active_gpus", "migrations", "parking_moves",
     "disruptive_moves", "gb_moved", "reopts", "reopts_applied", "placed_by_reopt", "solve_s",
-    "solve_mean_s", "solve_max_s", "budget_exhausted", "runtime_s",
+    "solve_mean_s", "solve_max_s", "unproven", "budget_exhausted", "runtime_s",
 ]  # fmt: skip
 
 
