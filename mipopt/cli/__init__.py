@@ -21,6 +21,7 @@ from mipopt import __version__
 from mipopt.cli import (
     bench,
     generate,
+    hindsight,
     importer,
     info,
     partitions,
@@ -35,7 +36,21 @@ from mipopt.cli import (
 from mipopt.cli.common import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 #: In the order of ``mipopt --help``.
-COMMANDS = (info, validate, verify, show, importer, solve, plan, sweep, partitions, generate, simulate, bench)
+COMMANDS = (
+    info,
+    validate,
+    verify,
+    show,
+    importer,
+    solve,
+    plan,
+    sweep,
+    partitions,
+    generate,
+    simulate,
+    hindsight,
+    bench,
+)
 
 DESCRIPTION = """\
 Place workloads on NVIDIA MIG GPU instances: look up GPU models and their profiles, check
@@ -56,7 +71,7 @@ commands by task:
   check        validate, verify, show, partitions
   read         import
   place        solve, sweep, plan
-  experiment   generate, simulate, bench
+  experiment   generate, simulate, hindsight, bench
 
 `mipopt COMMAND --help` describes a command's options.
 exit status: 0 done; 1 a solution breaks a rule (verify); 2 bad input; 130 interrupted.
