@@ -315,35 +315,51 @@ def explore_settings() -> list[str]:
     return out
 
 
+def grid_setting(
+    trace_dir: Path, part: str, name: str, options: str, policies: Sequence[str], seed: int
+) -> tuple[list[dict[str, Any]], str]:
+    """One job of :func:`bench_grid`: every policy on one setting; its rows and a progress line."""
+    trace = load(trace_dir, options, seed)
+    shared = {
+        "setting": part,
+        "options": options,
+        "hosts": len(trace.cluster.hosts),
+        "gpus": len(trace.cluster.gpus),
+        "requests": len(trace.requests),
+        "hours": trace_hours(trace),
+    }
+    rows, found = [], []
+    for spec in policies:
+        row, _ = replay(trace, spec, seed, split_options(options)[1])
+        rows.append({**shared, "part": part, "label": spec, **row})
+        found.append(f"{spec} {float(row['acceptance_rate']):.1%}")
+    message = (
+        f"{part} [{name}] {len(trace.requests)} requests, {len(trace.cluster.gpus)} GPUs: {', '.join(found)}"
+    )
+    return rows, message
+
+
 def bench_grid(
-    trace_dir: Path, part: str, settings: Sequence[tuple[str, str]], policies: Sequence[str], seed: int
+    trace_dir: Path,
+    part: str,
+    settings: Sequence[tuple[str, str]],
+    policies: Sequence[str],
+    seed: int,
+    executor: str = "serial",
 ) -> list[dict[str, Any]]:
-    """Rows of ``part`` (``setting`` = ``part``): every policy on each (name, options) setting."""
-    rows = []
-    for name, options in settings:
-        trace = load(trace_dir, options, seed)
-        shared = {
-            "setting": part,
-            "options": options,
-            "hosts": len(trace.cluster.hosts),
-            "gpus": len(trace.cluster.gpus),
-            "requests": len(trace.requests),
-            "hours": trace_hours(trace),
-        }
-        found = []
-        for spec in policies:
-            row, _ = replay(trace, spec, seed, split_options(options)[1])
-            rows.append({**shared, "part": part, "label": spec, **row})
-            found.append(f"{spec} {float(row['acceptance_rate']):.1%}")
-        common.progress(
-            f"{part} [{name}] {len(trace.requests)} requests, {len(trace.cluster.gpus)} GPUs: {', '.join(found)}"
-        )
-    return rows
+    """Rows of ``part`` (``setting`` = ``part``): every policy on each (name, options) setting, a
+    setting per job of ``executor``."""
+    jobs = [(trace_dir, part, name, options, tuple(policies), seed) for name, options in settings]
+    done = common.run_grid(grid_setting, jobs, executor, say=lambda result: result[1])
+    return [row for rows, _ in done for row in rows]
 
 
-def bench_explore(trace_dir: Path, policies: Sequence[str], seed: int) -> list[dict[str, Any]]:
+def bench_explore(
+    trace_dir: Path, policies: Sequence[str], seed: int, executor: str = "serial"
+) -> list[dict[str, Any]]:
     """--explore: the grid of load settings."""
-    return bench_grid(trace_dir, "explore", [(o or "raw", o) for o in explore_settings()], policies, seed)
+    settings = [(o or "raw", o) for o in explore_settings()]
+    return bench_grid(trace_dir, "explore", settings, policies, seed, executor)
 
 
 # --- plots -------------------------------------------------------------------------
@@ -638,10 +654,10 @@ def readme_section(rows: list[dict[str, str]], source: str, args: object = None)
     return "\n\n".join([note, *(p for p in parts if p)])
 
 
-def bench_readings(trace_dir: Path, seed: int) -> list[dict[str, Any]]:
+def bench_readings(trace_dir: Path, seed: int, executor: str = "serial") -> list[dict[str, Any]]:
     """--readings: each reading of section 8.1 on top of the ``paper`` setting, READING_POLICIES on each."""
     settings = [(name, reading_options(extra)) for name, extra in READINGS]
-    return bench_grid(trace_dir, "readings", settings, READING_POLICIES, seed)
+    return bench_grid(trace_dir, "readings", settings, READING_POLICIES, seed, executor)
 
 
 def reading_options(extra: str) -> str:
@@ -906,6 +922,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the policies and host samples (default 0)"
     )
+    common.executor_argument(parser, "settings of --explore and --readings")
 
 
 def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -923,9 +940,9 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The replays of ``--explore`` or of every setting's parts; the plots of the latter beside the CSV."""
     if args.explore:
-        return bench_explore(args.trace, args.explore_policies, args.seed)
+        return bench_explore(args.trace, args.explore_policies, args.seed, args.executor)
     if args.readings:
-        return bench_readings(args.trace, args.seed)
+        return bench_readings(args.trace, args.seed, args.executor)
     rows: list[dict[str, Any]] = []
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for setting in args.settings:

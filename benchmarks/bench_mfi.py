@@ -150,19 +150,21 @@ def replay(
     distribution: str,
     policies: Sequence[str],
     seed: int,
-    args: argparse.Namespace,
+    gpus: int,
+    model: str,
     at: Sequence[float],
 ) -> tuple[dict[str, npt.NDArray[np.float64]], dict[str, float], dict[str, Any]]:
-    """One trace under every policy: per policy ``[point, metric]`` at the demand points ``at``.
+    """One trace under every policy: per policy ``[point, metric]`` at the demand points ``at``
+    (a job of ``--executor``).
 
     Returns the metric arrays, the replay time per policy and the trace's ``T`` plus
     ``arrived`` and ``demand`` at the points.
     """
     trace = fbk_trace(
-        gpus=args.gpus,
+        gpus=gpus,
         distribution=distribution,  # type: ignore[arg-type]
         seed=seed,
-        model=args.model,
+        model=model,
         **LOADS[load],
     )
     demand = np.asarray(trace.meta["demand"])
@@ -189,7 +191,7 @@ def replay(
                 active,
                 s["memory_utilization"].to_numpy(dtype=float),
                 s["compute_utilization"].to_numpy(dtype=float),
-                frag_active * active / args.gpus,  # the paper's (1/M) sum F(m); empty GPUs score 0
+                frag_active * active / gpus,  # the paper's (1/M) sum F(m); empty GPUs score 0
                 frag_active,
             ]
         )
@@ -203,51 +205,50 @@ def bench(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Curves, list[
     rows: list[dict[str, Any]] = []
     curves: Curves = {}
     seeds = range(args.first_seed, args.first_seed + args.runs)
-    for load in args.loads:
-        for distribution in args.distributions:
-            t0 = time.perf_counter()
-            data: dict[str, list[npt.NDArray[np.float64]]] = defaultdict(list)
-            runtime: dict[str, float] = defaultdict(float)
-            ts, arrived, demand = [], [], []
-            for r, seed in enumerate(seeds):
-                got, secs, info = replay(load, distribution, args.policies, seed, args, points)
-                for spec in args.policies:
-                    data[spec].append(got[spec])
-                    runtime[spec] += secs[spec]
-                ts.append(math.nan if info["T"] is None else info["T"])
-                arrived.append(info["arrived"])
-                demand.append(info["demand"])
-                if (r + 1) % max(1, args.runs // 5) == 0 or r + 1 == args.runs:
-                    common.progress(
-                        f"{load} {distribution}: {r + 1}/{args.runs} runs, {time.perf_counter() - t0:.1f} s"
-                    )
-            arrived_mean = np.mean(arrived, axis=0)
-            demand_mean = np.mean(demand, axis=0)
+    cases = [(load, distribution) for load in args.loads for distribution in args.distributions]
+    jobs = [
+        (*case, tuple(args.policies), seed, args.gpus, args.model, points) for case in cases for seed in seeds
+    ]
+    replays = iter(common.run_grid(replay, jobs, args.executor, "traces"))
+    for load, distribution in cases:
+        data: dict[str, list[npt.NDArray[np.float64]]] = defaultdict(list)
+        runtime: dict[str, float] = defaultdict(float)
+        ts, arrived, demand = [], [], []
+        for _ in seeds:
+            got, secs, info = next(replays)
             for spec in args.policies:
-                cube = np.stack(data[spec])  # [run, point, metric]
-                curves[load, distribution, spec] = cube
-                mean = cube.mean(axis=0)
-                std = cube.std(axis=0, ddof=1) if args.runs > 1 else np.zeros_like(mean)
-                for d, j in zip(args.demand, where, strict=True):
-                    row: dict[str, Any] = {
-                        "model": args.model,
-                        "gpus": args.gpus,
-                        "lifetimes": load,
-                        "distribution": distribution,
-                        "policy": spec,
-                        "demand_pct": f"{d:g}",
-                        "runs": args.runs,
-                        "first_seed": args.first_seed,
-                        "last_seed": args.first_seed + args.runs - 1,
-                        "T_mean": "" if math.isnan(np.mean(ts)) else f"{np.mean(ts):.2f}",
-                        "demand_at_point_mean": f"{demand_mean[j]:.3f}",
-                        "arrived_mean": f"{arrived_mean[j]:.2f}",
-                        "runtime_s": f"{runtime[spec] / args.runs:.4f}",
-                    }
-                    for i, (name, *_) in enumerate(METRICS):
-                        row[f"{name}_mean"] = f"{mean[j, i]:.6g}"
-                        row[f"{name}_std"] = f"{std[j, i]:.6g}"
-                    rows.append(row)
+                data[spec].append(got[spec])
+                runtime[spec] += secs[spec]
+            ts.append(math.nan if info["T"] is None else info["T"])
+            arrived.append(info["arrived"])
+            demand.append(info["demand"])
+        arrived_mean = np.mean(arrived, axis=0)
+        demand_mean = np.mean(demand, axis=0)
+        for spec in args.policies:
+            cube = np.stack(data[spec])  # [run, point, metric]
+            curves[load, distribution, spec] = cube
+            mean = cube.mean(axis=0)
+            std = cube.std(axis=0, ddof=1) if args.runs > 1 else np.zeros_like(mean)
+            for d, j in zip(args.demand, where, strict=True):
+                row: dict[str, Any] = {
+                    "model": args.model,
+                    "gpus": args.gpus,
+                    "lifetimes": load,
+                    "distribution": distribution,
+                    "policy": spec,
+                    "demand_pct": f"{d:g}",
+                    "runs": args.runs,
+                    "first_seed": args.first_seed,
+                    "last_seed": args.first_seed + args.runs - 1,
+                    "T_mean": "" if math.isnan(np.mean(ts)) else f"{np.mean(ts):.2f}",
+                    "demand_at_point_mean": f"{demand_mean[j]:.3f}",
+                    "arrived_mean": f"{arrived_mean[j]:.2f}",
+                    "runtime_s": f"{runtime[spec] / args.runs:.4f}",
+                }
+                for i, (name, *_) in enumerate(METRICS):
+                    row[f"{name}_mean"] = f"{mean[j, i]:.6g}"
+                    row[f"{name}_std"] = f"{std[j, i]:.6g}"
+                rows.append(row)
     return rows, curves, points
 
 
@@ -591,6 +592,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--demand", type=float, nargs="+", default=list(DEMAND), help="demand points in %% (up to 100)"
     )
+    common.executor_argument(parser, "traces (each under every policy)")
 
 
 def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -349,6 +349,50 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+# --- executors ---------------------------------------------------------------------------
+
+
+def executor_argument(parser: argparse.ArgumentParser, jobs: str) -> None:
+    """``--executor SPEC``: where a grid's independent ``jobs`` run (:mod:`mipopt.executors`), as in
+    the command line; the rows are the same whatever runs them, but for runtimes."""
+    from mipopt.cli.common import executor_argument as add
+
+    add(parser, jobs)
+
+
+def run_grid(
+    fn: Callable[..., T],
+    jobs: Sequence[Sequence[Any]],
+    executor: str,
+    what: str = "jobs",
+    say: Callable[[T], str] | None = None,
+) -> list[T]:
+    """``[fn(*job) for job in jobs]`` on ``executor`` (a spec, started and closed here), in order.
+
+    Progress on stderr: ``say(result)`` as each job ends, or without ``say`` a count about every
+    tenth job. A cluster package missing or a scheduler unreachable is :class:`Failed`.
+    """
+    from mipopt.errors import InstanceError
+    from mipopt.executors import make_executor
+
+    t0, finished = time.perf_counter(), 0
+
+    def done(i: int, result: T) -> None:
+        nonlocal finished
+        finished += 1
+        if say is not None:
+            progress(say(result))
+        elif finished % max(1, len(jobs) // 10) == 0 or finished == len(jobs):
+            progress(f"{finished}/{len(jobs)} {what} on {executor}, {time.perf_counter() - t0:.1f} s")
+
+    try:
+        ex = make_executor(executor)
+    except InstanceError as err:
+        raise Failed(f"--executor: {err.rule}") from None
+    with ex:
+        return ex.map(fn, jobs, done)
+
+
 # --- child processes under limits -----------------------------------------------------
 
 

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from mipopt.errors import InstanceError
+from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.io import write_atomic
 from mipopt.registry import MethodSpec, get_method, methods
@@ -246,6 +247,7 @@ def compare_methods(
     threads: int | None = None,
     seed: int = 0,
     progress: Progress | None = None,
+    executor: str | Executor | None = None,
 ) -> list[GapRow]:
     """Solve every instance exactly (initial and joint optimum) and with every method; verified
     rows with gaps, each against the optimum of its own use case.
@@ -269,7 +271,13 @@ def compare_methods(
         Solver seed and the seed of randomized policies: the same arguments give the same rows
         (up to runtimes, and up to which incumbent a time-limited solve holds).
     progress
-        Called after every (instance, method) with (done, total, message).
+        Called after every (instance, method) with (done, total, message); with an executor other
+        than ``serial``, after every instance.
+    executor
+        Where the instances run (:func:`mipopt.executors.make_executor`): ``serial`` in this
+        process (the default), ``local[:N]`` processes, ``dask``/``ray`` clusters; a spec is
+        started and closed here, an :class:`~mipopt.executors.Executor` left open. Each instance
+        is one job (both optima and every method), so the rows are the same whatever runs them.
 
     Returns
     -------
@@ -299,12 +307,47 @@ def compare_methods(
 
     if solver not in BACKENDS:
         raise InstanceError("solver", f"unknown solver {solver!r} (known: {', '.join(BACKENDS)})")
-    joint, initial = get_method(EXACT, "methods"), get_method(EXACT_INITIAL, "methods")
-    others = [get_method(n, "methods") for n in method_names if n not in (EXACT, EXACT_INITIAL)]
+    for name in method_names:
+        get_method(name, "methods")  # an unknown name fails before any solve
+    names = tuple(n for n in method_names if n not in (EXACT, EXACT_INITIAL))
     given = {"solver": solver, "time_limit_s": time_limit_s, "threads": threads, "seed": seed}
-    total, done = len(instances) * (2 + len(others)), 0
+    total = len(instances) * (2 + len(names))
+    parsed = executor if isinstance(executor, Executor) else parse_executor(executor or "serial")
+    if runs_here(parsed, len(instances)):
+        rows: list[GapRow] = []
+        for inst in instances:
 
-    def run(inst: Instance, method: MethodSpec, **extra: Any) -> tuple[GapRow, Solution]:
+            def step(done: int, message: str, before: int = len(rows)) -> None:
+                if progress is not None:
+                    progress(before + done, total, message)
+
+            rows += _instance_rows(inst, names, given, step)
+        return rows
+    finished = 0
+
+    def ended(i: int, found: list[GapRow]) -> None:
+        nonlocal finished
+        finished += len(found)
+        if progress is not None:
+            progress(finished, total, f"{instances[i].name}: {len(found)} rows")
+
+    jobs = [(inst, names, given) for inst in instances]
+    return [row for found in run_jobs(_instance_rows, jobs, parsed, ended) for row in found]
+
+
+def _instance_rows(
+    inst: Instance,
+    names: Sequence[str],
+    given: dict[str, Any],
+    step: Callable[[int, str], None] | None = None,
+) -> list[GapRow]:
+    """One job of :func:`compare_methods`: an instance's rows. Both optima are solved in it, the
+    initial one first, so that the joint solve starts from it."""
+    joint, initial = get_method(EXACT, "methods"), get_method(EXACT_INITIAL, "methods")
+    others = [get_method(n, "methods") for n in names]
+    done = 0
+
+    def run(method: MethodSpec, **extra: Any) -> tuple[GapRow, Solution]:
         nonlocal done
         options = {k: v for k, v in given.items() if k in method.options and v is not None}
         t0 = time.perf_counter()
@@ -312,20 +355,17 @@ def compare_methods(
         runtime = time.perf_counter() - t0
         row = _row(inst, method, sol, runtime)
         done += 1
-        if progress is not None:
+        if step is not None:
             what = f"{row.acceptance:g}" if row.acceptance is not None else "no solution"
-            progress(done, total, f"{inst.name} {method.name}: {what} in {runtime:.2f} s")
+            step(done, f"{inst.name} {method.name}: {what} in {runtime:.2f} s")
         return row, sol
 
-    rows: list[GapRow] = []
-    for inst in instances:
-        initial_row, initial_sol = run(inst, initial)
-        start = {"warm_start": initial_sol} if initial_sol.status is not Status.NONE else {}
-        joint_row, _ = run(inst, joint, **start)
-        refs = {"initial": initial_row, "joint": joint_row}
-        rows.append(_with_gain(_with_gaps(joint_row, refs), initial_row))
-        rows.append(_with_gaps(initial_row, refs))
-        rows.extend(_with_gaps(run(inst, method)[0], refs) for method in others)
+    initial_row, initial_sol = run(initial)
+    start = {"warm_start": initial_sol} if initial_sol.status is not Status.NONE else {}
+    joint_row, _ = run(joint, **start)
+    refs = {"initial": initial_row, "joint": joint_row}
+    rows = [_with_gain(_with_gaps(joint_row, refs), initial_row), _with_gaps(initial_row, refs)]
+    rows.extend(_with_gaps(run(method)[0], refs) for method in others)
     return rows
 
 

@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_fields"),
     ("catalog",),
     ("geometry",),
-    ("instance", "io"),
+    ("instance", "io", "executors"),
     ("verifier",),
     ("state",),
     ("solvers",),

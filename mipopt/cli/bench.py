@@ -11,6 +11,7 @@ from mipopt.cli.common import (
     ProgressBar,
     backend_arguments,
     count,
+    executor_argument,
     flagged,
     non_negative,
     print_json,
@@ -58,6 +59,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--out", metavar="FILE", help="write one row per (instance, method) as CSV (atomically)")
     p.add_argument("--json", action="store_true", help="print rows and summary as JSON")
+    executor_argument(p, "instances (each with its two optima and every method)")
     progress_argument(p, "progress bar")
     p.set_defaults(func=run)
 
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
                 threads=args.threads,
                 seed=args.seed,
                 progress=progress,
+                executor=args.executor,
             )
         except InstanceError as err:
             raise BadInput(flagged(err)) from None

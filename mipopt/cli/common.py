@@ -49,6 +49,7 @@ FLAGS = {
     "seed": "--seed",
     "gap": "--gap",
     "warm_start": "--warm-start",
+    "executor": "--executor",
 }
 
 
@@ -233,4 +234,28 @@ def progress_argument(p: argparse.ArgumentParser, what: str) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         help=f"{what} on stderr (default: only when stderr is a terminal)",
+    )
+
+
+def executor_spec(text: str) -> str:
+    """An argparse ``type=`` for ``--executor``: the spec's form is checked, nothing is started."""
+    from mipopt.executors import parse_executor
+
+    try:
+        parse_executor(text)
+    except InstanceError as err:
+        raise argparse.ArgumentTypeError(err.rule) from None
+    return text
+
+
+def executor_argument(p: argparse.ArgumentParser, jobs: str) -> None:
+    """--executor SPEC: where the command's independent ``jobs`` run (docs/executors.md)."""
+    p.add_argument(
+        "--executor",
+        type=executor_spec,
+        default="local",
+        metavar="SPEC",
+        help=f"where the {jobs} run: local (a process per CPU, default), local:N, serial, "
+        "dask://HOST:PORT, dask:local[:N], ray://HOST:PORT, ray:local[:N] (dask and ray: pip install "
+        "'.[cluster]'); the results are the same whatever runs them",
     )

@@ -10,6 +10,7 @@ from mipopt.cli.common import (
     BadInput,
     ProgressBar,
     count,
+    executor_argument,
     flagged,
     horizon,
     positive,
@@ -60,6 +61,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--debug", action="store_true", help="verify the state after every event (slow)")
     p.add_argument("--out", metavar="DIR", help="write series.csv, summary.csv and series.png there")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    executor_argument(p, "replays (runs x policies)")
     progress_argument(p, "progress bar")
     p.set_defaults(func=run)
 
@@ -80,7 +82,13 @@ def run(args: argparse.Namespace) -> int:
     with ProgressBar.for_args(args) as bar:
         try:
             series, summary = compare(
-                args.workload, args.policy, runs=args.runs, seed=args.seed, progress=bar.draw, **options
+                args.workload,
+                args.policy,
+                runs=args.runs,
+                seed=args.seed,
+                progress=bar.draw,
+                executor=args.executor,
+                **options,
             )
         except ValueError as err:  # InstanceError too
             raise BadInput(flagged(err)) from None

@@ -20,6 +20,7 @@ import pandas as pd
 
 from mipopt._fields import parse_options
 from mipopt.errors import InstanceError
+from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.heuristics.policies import make_policy
 from mipopt.io import write_atomic
 from mipopt.simulation.engine import on_grid, simulate
@@ -77,9 +78,16 @@ def compare(
     runs: int = 1,
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
+    executor: str | Executor | None = None,
     **simulate_options: Any,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay ``runs`` traces of ``workload`` under every policy.
+
+    Each (run, policy) replay is a job of ``executor`` (:func:`mipopt.executors.make_executor`:
+    ``serial`` in this process, the default; ``local[:N]`` processes; ``dask``/``ray`` clusters):
+    the frames are the same whatever runs them, in run-then-policy order. When the replays run in
+    this process (``serial``, or a single replay) the progress advances within each replay,
+    otherwise as each replay ends.
 
     Returns
     -------
@@ -88,25 +96,59 @@ def compare(
         ``summary``: one row per (policy, run) with the trace's name and time unit and
         the totals of :func:`~mipopt.simulation.simulate`.
     """
-    made = [make_policy(p) for p in policies]  # bad names fail before any replay
-    series, summary = [], []
-    steps = runs * len(policies)
-    for r in range(runs):
-        trace = make_trace(workload, seed + r)
-        for i, spec in enumerate(policies):
-            policy = made[i] if r == 0 else make_policy(spec)
-            done = r * len(policies) + i
+    for p in policies:
+        make_policy(p)  # bad names fail before any replay
+    parsed = executor if isinstance(executor, Executor) else parse_executor(executor or "serial")
+    jobs: list[tuple[str, str, int, int, dict[str, Any]]] = [
+        (workload, spec, seed + r, r, simulate_options) for r in range(runs) for spec in policies
+    ]
+    steps = len(jobs)
+    if runs_here(parsed, steps):
+        done = []
+        for i, job in enumerate(jobs):
 
-            def step(fraction: float, done: int = done) -> None:
+            def step(fraction: float, i: int = i) -> None:
                 if progress is not None:
-                    progress((done + fraction) / steps)
+                    progress((i + fraction) / steps)
 
-            res = simulate(trace, policy, seed=seed + r, progress=step, **simulate_options)
-            series.append(res.series.assign(policy=spec, run=r))
-            summary.append(
-                {"policy": spec, "run": r, "trace": trace.name, "time_unit": trace.time_unit, **res.summary}
-            )
-    return pd.concat(series, ignore_index=True), pd.DataFrame(summary)
+            done.append(_replay(*job, progress=step))
+        _LAST_TRACE.clear()
+    else:
+        finished = 0
+
+        def ended(i: int, result: object) -> None:
+            nonlocal finished
+            finished += 1
+            if progress is not None:
+                progress(finished / steps)
+
+        done = run_jobs(_replay, jobs, parsed, ended)
+    series = [frame for frame, _ in done]
+    return pd.concat(series, ignore_index=True), pd.DataFrame([row for _, row in done])
+
+
+#: The last trace :func:`_replay` made in this process, by (workload, seed): the policies of one
+#: run meet the same trace without generating (or loading) it again.
+_LAST_TRACE: dict[tuple[str, int], Trace] = {}
+
+
+def _replay(
+    workload: str,
+    spec: str,
+    seed: int,
+    run: int,
+    simulate_options: dict[str, Any],
+    progress: Callable[[float], None] | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One job of :func:`compare`: run ``run``'s trace (seed ``seed``) under the policy ``spec``."""
+    trace = _LAST_TRACE.get((workload, seed))
+    if trace is None:
+        trace = make_trace(workload, seed)
+        _LAST_TRACE.clear()
+        _LAST_TRACE[workload, seed] = trace
+    res = simulate(trace, make_policy(spec), seed=seed, progress=progress, **simulate_options)
+    row = {"policy": spec, "run": run, "trace": trace.name, "time_unit": trace.time_unit, **res.summary}
+    return res.series.assign(policy=spec, run=run), row
 
 
 #: The columns of :func:`summary_table`, then the queue's when a replay had one.
