@@ -585,6 +585,7 @@ class Benchmark:
             print(f"rendered {args.readme} from {', '.join(str(p) for p in done) or 'no rows'}")
             return 0
         run = run_info()
+        args.out_dir.mkdir(parents=True, exist_ok=True)  # a measurement may write figures there
         try:
             rows = [{**run, **row} for row in self.measure(args)]
         except Failed as err:

@@ -43,6 +43,7 @@ _EXPORTS = {
     "make_policy": "mipopt.heuristics.policies",
     "compare_methods": "mipopt.compare",
     "get_model": "mipopt.catalog",
+    "make_executor": "mipopt.executors",
 }
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "instance_from_nvidia_smi",
     "load_instance",
     "load_solution",
+    "make_executor",
     "make_policy",
     "methods",
     "plan_migration",
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from mipopt.catalog import get_model
     from mipopt.compare import compare_methods
     from mipopt.errors import InstanceError
+    from mipopt.executors import make_executor
     from mipopt.heuristics.policies import make_policy
     from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
     from mipopt.interop import instance_from_kubernetes, instance_from_nvidia_smi

@@ -6,16 +6,16 @@ arguments (picklable, seeds explicit). :func:`make_executor` turns a spec into a
 :class:`Executor` whose :meth:`~Executor.map` runs them and returns their results in the order
 the jobs were given, so a study's rows are the same whatever the executor:
 
-============================  =================================================================
-``serial``                    in this process, one job after the other
-``local``                     a pool of processes, one per CPU this process may use
-``local:N``                   a pool of ``N`` processes
-``dask://HOST:PORT``          a running Dask scheduler (``pip install -e ".[cluster]"``)
-``dask`` / ``dask:local[:N]`` a Dask ``LocalCluster`` of ``N`` processes (default one per CPU),
-                              one thread each, started here and shut down by :meth:`~Executor.close`
-``ray://HOST:PORT``           a running Ray cluster through Ray Client (``.[cluster]``)
-``ray:local[:N]``             a local Ray instance with ``N`` CPUs (default one per CPU)
-============================  =================================================================
+===============================  =================================================================
+``serial``                       in this process, one job after the other
+``local``                        a pool of processes, one per CPU this process may use
+``local:N``                      a pool of ``N`` processes
+``dask://HOST:PORT``             a running Dask scheduler (``pip install -e ".[cluster]"``)
+``dask`` / ``dask:local[:N]``    a Dask ``LocalCluster`` of ``N`` processes (default one per CPU),
+                                 one thread each, started here and shut down by :meth:`~Executor.close`
+``ray://HOST:PORT``              a running Ray cluster through Ray Client (``.[cluster]``)
+``ray:local[:N]``                a local Ray instance with ``N`` CPUs (default one per CPU)
+===============================  =================================================================
 
 On a cluster, every worker needs the same mipopt (and its pinned solvers) installed: a job is
 sent as a reference to its function, which the worker imports.
@@ -356,6 +356,13 @@ def make_executor(spec: str | ExecutorSpec = "local", path: str = "executor") ->
     InstanceError
         Naming ``path`` for a bad spec, a cluster package not installed or a scheduler that
         cannot be reached.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> with mipopt.make_executor("local:2") as ex:  # results in the order of the jobs
+    ...     ex.map(divmod, [(7, 2), (9, 4), (1, 1)])
+    [(3, 1), (2, 1), (1, 0)]
     """
     parsed = parse_executor(spec, path)
     if parsed.kind == "serial":
