@@ -601,6 +601,7 @@ def hindsight_optimum(
     threads: int | None = None,
     solver: str = "highs",
     seed: int = 0,
+    free_bound: bool = True,
 ) -> HindsightResult:
     """The maximum weighted acceptance any placement reaches over ``trace``, knowing every arrival and departure.
 
@@ -623,6 +624,10 @@ def hindsight_optimum(
     seed
         The solver's random seed: the same seed and trace give the same result (without a time limit
         reached).
+    free_bound
+        ``forbidden`` only: solve the ``free`` variant first (within the same time limit; it is
+        fast) and use its bound, since forbidding migrations never gains: the result's bound is
+        at most it, and HiGHS stops as soon as it reaches it (``objective_target``).
 
     Returns
     -------
@@ -643,6 +648,13 @@ def hindsight_optimum(
     """
     _check(trace, migrations, solver, time_limit_s, threads)
     t0 = time.perf_counter()
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+    upper: float | None = None
+    if migrations == "forbidden" and free_bound:
+        free = hindsight_optimum(
+            trace, migrations="free", time_limit_s=time_limit_s, threads=threads, solver=solver, seed=seed
+        )
+        upper = free.bound
     cl = _Cluster.of(trace)
     model = pyo.ConcreteModel(name=f"hindsight-{migrations}")
     built: _Free | _Forbidden = (
@@ -668,8 +680,16 @@ def hindsight_optimum(
             if r.id in greedy:
                 warm[model.W[index[(i, *greedy[r.id])]].name] = 1.0
     stats["first_fit"] = len(greedy)
+    if upper is not None:
+        stats["free_bound"] = round(upper)
+    target = upper if upper is not None and solver == "highs" else None
     options = SolverOptions(
-        time_limit_s=time_limit_s, threads=threads, seed=seed, mip_rel_gap=0.0, warm_start=warm
+        threads=threads,
+        seed=seed,
+        mip_rel_gap=0.0,
+        warm_start=warm,
+        deadline=deadline,
+        objective_target=target,
     )
     res = get_backend(solver).solve(model, options)
     reqs = trace.requests
@@ -695,7 +715,7 @@ def hindsight_optimum(
         ]  # fmt: skip
     # every request accepted is a bound too (the solver may stop before it reports one)
     everything = float(sum(r.weight for r, allowed in zip(reqs, cl.profile, strict=True) if allowed))
-    bound = everything if res.bound is None else min(res.bound, everything)
+    bound = min(b for b in (res.bound, everything, upper) if b is not None)
     if all(float(r.weight).is_integer() for r in reqs):
         bound = float(math.floor(bound + 1e-6))
     bound = max(bound, value)

@@ -103,6 +103,10 @@ def test_a_rearrangement_is_worth_one_request() -> None:
         assert forbidden.placement is not None and free.placement is None
         verify_epochs(tr, free)
         verify_epochs(tr, forbidden)
+    # the free optimum bounds the forbidden one; without it the forbidden model proves 3 alone
+    assert forbidden.stats["free_bound"] == 4
+    alone = hindsight_optimum(tr, migrations="forbidden", free_bound=False)
+    assert alone.value == 3 and alone.proven and "free_bound" not in alone.stats
 
 
 def test_running_workloads_stay_and_mixed_models() -> None:
