@@ -9,11 +9,14 @@ cluster's current state and carries out its answer:
   re-optimization's one new workload) and when the mean FBK fragmentation of the active
   GPUs (the simulator's ``fragmentation_fbk``) crosses ``fragmentation`` upwards after an
   arrival. A rejection that a re-optimization already failed to place at the same
-  cluster state (same profile, nothing placed, moved or gone since) does not solve
-  again.
-* **The model.** Every GPU and host of the cluster; the running workloads at the
-  profile they occupy, where they run, movable (pinned ones stay), each weighing more
-  than all new workloads together, so no answer drops one to take a new one; a migration
+  cluster state (same profile, whatever its cpu and ram; nothing placed, moved or gone
+  since) does not solve again.
+* **The model.** A neighbourhood of ``gpus`` GPUs (:func:`neighbourhood`, default 32;
+  None: the whole cluster, which at 1,213 GPUs does not even build within 2 s) with their
+  hosts (what the hosts' other GPUs hold of cpu and ram is not the model's); the running
+  workloads on them at the profile they occupy, where they run, movable (pinned ones
+  stay), each weighing more than all new workloads together, so no answer drops one to
+  take a new one; a migration
   weight of 1/2, so the model's migrations objective counts an inter-GPU move 1 and an
   inter-host move 2, and ``max_moves`` bounds it. Objective
   ``lex:acceptance,hardware,migrations`` (the driver's default), ``time_limit`` seconds
