@@ -17,7 +17,8 @@ Dividing an online policy's acceptance by it gives the policy's competitive rati
 * ``migrations="forbidden"``: an instance keeps its GPU and start for its whole life: a slot model
   over time, a binary per (request, GPU, legal start), and per epoch and GPU the slot, compute,
   per-profile and ``+me`` rules over the requests alive then (pairwise-overlapping intervals share
-  an instant, so the epochs' rows are exact). Identical empty GPUs are first used in order.
+  an instant, so the epochs' rows are exact). Identical empty GPUs are first used in order, and
+  the free optimum bounds it (solved first, ``free_bound``).
 
 The cluster's running workloads stay where they are in both variants (they hold their GPU's slots
 throughout, like pinned ones); host cpu and ram are not modelled, so a trace whose requests need
@@ -32,6 +33,7 @@ to the requests alive. The tests check every epoch with the independent verifier
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import defaultdict
@@ -271,9 +273,10 @@ def _fits_fixed(model: GpuModel, fixed: FixedState, p: int, start: int) -> bool:
 # --- a first-fit placement over time: the warm start of both variants
 
 
-def _first_fit(trace: TraceLike, cl: _Cluster) -> Placed:
+def _first_fit(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> Placed:
     """Requests in arrival order (departures first at equal times), each at the first GPU and legal
-    start free then: a whole-trace placement with no migrations, feasible for both variants."""
+    start free then: a whole-trace placement with no migrations, feasible for both variants.
+    ``only``: the request indices to try (the others are rejected)."""
     reqs = trace.requests
     gpus = cl.instance.gpus
     state: dict[str, list[Any]] = {}  # gpu -> [mask, counts, compute, media]
@@ -284,6 +287,8 @@ def _first_fit(trace: TraceLike, cl: _Cluster) -> Placed:
     leaving: list[tuple[float, int]] = []
     out: Placed = {}
     for i, r in enumerate(reqs):
+        if only is not None and i not in only:
+            continue
         leaving.sort()
         while leaving and leaving[0][0] <= r.arrival:
             _, j = leaving.pop(0)
@@ -479,6 +484,91 @@ def _decode_free(
     return out
 
 
+def _interval_greedy(trace: TraceLike, cl: _Cluster, order: Sequence[int]) -> Placed:
+    """Requests in ``order`` (any order: a request's whole interval is checked), each at the first
+    GPU and legal start that keeps every epoch of its life valid on that GPU: a placement without
+    migrations. Sizes first or lifetimes first find more than arrival order on crowded traces."""
+    reqs = trace.requests
+    epochs = epochs_of(reqs)
+    life: dict[int, list[int]] = defaultdict(list)
+    for e, (_, alive) in enumerate(epochs):
+        for i in alive:
+            life[i].append(e)
+    held: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # (gpu, epoch) -> [(p, start)]
+    out: Placed = {}
+    for i in order:
+        for g in cl.instance.gpus:
+            p = cl.profile[i].get(g.model.name)
+            if p is None:
+                continue
+            m, f = g.model, cl.fixed[g.id]
+            q = m.profiles[p]
+            fixed_compute = sum(c * pr.compute for c, pr in zip(f.counts, m.profiles, strict=True))
+            for start in q.starts:
+                ok = True
+                for e in life[i]:
+                    mask, counts, compute, media = f.mask, list(f.counts), fixed_compute, f.media_used
+                    for pp, ss in held[(g.id, e)]:
+                        mask |= m.profiles[pp].slot_mask(ss)
+                        counts[pp] += 1
+                        compute += m.profiles[pp].compute
+                        media = media or m.profiles[pp].media_extension
+                    if (
+                        mask & q.slot_mask(start)
+                        or counts[p] >= q.max_instances
+                        or (media and q.media_extension)
+                        or compute + q.compute > m.compute_slices
+                    ):
+                        ok = False
+                        break
+                if ok:
+                    out[reqs[i].id] = (g.id, start)
+                    for e in life[i]:
+                        held[(g.id, e)].append((p, start))
+                    break
+            if reqs[i].id in out:
+                break
+    return out
+
+
+def _best_greedy(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> Placed:
+    """The heaviest of first fit over time and interval greedy placements in several orders
+    (restricted to ``only`` when given, e.g. the requests the free optimum accepts)."""
+    reqs = trace.requests
+    pool = [i for i in range(len(reqs)) if only is None or i in only]
+    size = {
+        i: max((cl.instance.models[n].profiles[p].memory_slots for n, p in cl.profile[i].items()), default=0)
+        for i in pool
+    }
+    orders = [
+        sorted(pool, key=lambda i: (-size[i], i)),
+        sorted(pool, key=lambda i: (-(min(reqs[i].departure, 1e18) - reqs[i].arrival) * size[i], i)),
+        sorted(pool, key=lambda i: (-reqs[i].weight, i)),
+    ]
+    candidates = [_first_fit(trace, cl, only), *(_interval_greedy(trace, cl, o) for o in orders)]
+    weight = {r.id: r.weight for r in reqs}
+    return max(candidates, key=lambda c: sum(weight[w] for w in c))
+
+
+def _relabel(trace: TraceLike, cl: _Cluster, placed: Placed) -> Placed:
+    """The same placement with identical empty GPUs renamed in order of first use (arrival order),
+    as the forbidden model's symmetry rows ask."""
+    classes: dict[tuple[str, int, tuple[int, ...], bool], list[str]] = defaultdict(list)
+    for g in cl.instance.gpus:
+        f = cl.fixed[g.id]
+        if not f.workloads:
+            classes[(g.model.name, f.mask, f.counts, f.media_used)].append(g.id)
+    first: dict[str, int] = {}
+    for i, r in enumerate(trace.requests):
+        if r.id in placed:
+            first.setdefault(placed[r.id][0], i)
+    rename: dict[str, str] = {}
+    for gpus in classes.values():
+        used = sorted((g for g in gpus if g in first), key=first.__getitem__)
+        rename.update(zip(used, gpus, strict=False))
+    return {w: (rename.get(g, g), s) for w, (g, s) in placed.items()}
+
+
 def _start_free(
     trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel, f: _Free, placed: Placed
 ) -> dict[str, float]:
@@ -547,6 +637,22 @@ def _build_forbidden(trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel) -
     model.rows = pyo.ConstraintList()
     for i in range(len(reqs)):
         model.rows.add(pyo.quicksum(model.W[j] for j in by_request[i]) == model.Y[i])
+    # ... and a request may use the j-th only if an earlier request used the (j-1)-th
+    classes: dict[tuple[str, int, tuple[int, ...], bool], list[str]] = defaultdict(list)
+    for g in inst.gpus:
+        s = cl.fixed[g.id]
+        if not s.workloads:
+            classes[(g.model.name, s.mask, s.counts, s.media_used)].append(g.id)
+    for gpus in classes.values():
+        for before, after in itertools.pairwise(gpus):
+            earlier: list[int] = []
+            for i in range(len(reqs)):
+                if by_gpu[after].get(i):
+                    model.rows.add(
+                        pyo.quicksum(model.W[j] for j in by_gpu[after][i])
+                        <= pyo.quicksum(model.W[j] for j in earlier)
+                    )
+                earlier += by_gpu[before].get(i, [])
     epochs = epochs_of(reqs)
     done: set[tuple[str, tuple[int, ...]]] = set()
     for _, alive in epochs:
@@ -650,11 +756,14 @@ def hindsight_optimum(
     t0 = time.perf_counter()
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
     upper: float | None = None
+    free_accepted: set[int] | None = None
     if migrations == "forbidden" and free_bound:
         free = hindsight_optimum(
             trace, migrations="free", time_limit_s=time_limit_s, threads=threads, solver=solver, seed=seed
         )
         upper = free.bound
+        chosen = set(free.accepted)
+        free_accepted = {i for i, r in enumerate(trace.requests) if r.id in chosen}
     cl = _Cluster.of(trace)
     model = pyo.ConcreteModel(name=f"hindsight-{migrations}")
     built: _Free | _Forbidden = (
@@ -669,7 +778,11 @@ def hindsight_optimum(
     }
     if isinstance(built, _Free):
         stats["configurations"] = sum(len(cs) for *_, cs in built.types)
-    greedy = _first_fit(trace, cl)
+    greedy = _best_greedy(trace, cl)
+    if free_accepted:
+        weight = {r.id: r.weight for r in trace.requests}
+        greedy = max(greedy, _best_greedy(trace, cl, free_accepted), key=lambda c: sum(weight[w] for w in c))
+    greedy = _relabel(trace, cl, greedy)
     if isinstance(built, _Free):
         warm = _start_free(trace, cl, model, built, greedy)
     else:
@@ -679,7 +792,7 @@ def hindsight_optimum(
         for i, r in enumerate(trace.requests):
             if r.id in greedy:
                 warm[model.W[index[(i, *greedy[r.id])]].name] = 1.0
-    stats["first_fit"] = len(greedy)
+    stats["greedy"] = len(greedy)
     if upper is not None:
         stats["free_bound"] = round(upper)
     target = upper if upper is not None and solver == "highs" else None

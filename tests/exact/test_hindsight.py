@@ -269,3 +269,27 @@ def test_host_cpu_is_refused_where_it_binds() -> None:
     # without host limits the requests' cpu is irrelevant
     free = Trace("cpu", cluster("A100-80GB"), tr.requests)
     assert hindsight_optimum(free).value == 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_greedy_starts_hold_every_epoch(seed: int) -> None:
+    """The warm starts (first fit over time, interval greedy in several orders) break no rule at
+    any epoch, and keep each request's GPU and start."""
+    from mipopt.exact.hindsight import _best_greedy, _Cluster, _interval_greedy, _relabel
+
+    tr = fbk_trace(gpus=6, seed=seed, lifetimes="saturate", demand=300)
+    cl = _Cluster.of(tr)
+    inst = tr.instance()
+    n = len(tr.requests)
+    candidates = [_best_greedy(tr, cl), _interval_greedy(tr, cl, list(reversed(range(n))))]
+    candidates.append(_relabel(tr, cl, candidates[1]))
+    for placed in candidates:
+        assert len(placed) > n // 2
+        for _, alive in epochs_of(tr.requests):
+            state = {
+                tr.requests[i].id: placed[tr.requests[i].id] for i in alive if tr.requests[i].id in placed
+            }
+            sol = solution_for(
+                inst, state, method="greedy", termination=Termination.COMPLETED, status=Status.FEASIBLE
+            )
+            assert verify(inst, sol).valid
