@@ -226,8 +226,8 @@ def optimum_table(rows: list[dict[str, str]], source: str, args: object = None) 
     limits = sorted({r["time_limit_s"] for r in latest})
     note = (
         f"_The hindsight optima behind the ratios, per setting (seeds 0..n-1): GPUs, mean requests and "
-        f"epochs (maximal sets of requests alive together), optima proven, mean optimum, median / max "
-        f"solve time (model building and decoding included; time limit {', '.join(limits)} s, "
+        f"epochs (maximal sets of requests alive together), optima proven, mean optimum over the seeds "
+        f"solved, median / max solve time (model building and decoding included; time limit {', '.join(limits)} s, "
         f"threads {', '.join(sorted({r['threads'] for r in latest}))}). Machine: {'; '.join(machines)}, "
         "shared with other jobs: times are upper bounds._"
     )
