@@ -270,7 +270,7 @@ def _fits_fixed(model: GpuModel, fixed: FixedState, p: int, start: int) -> bool:
     )
 
 
-# --- a first-fit placement over time: the warm start of both variants
+# --- greedy placements without migrations: the warm starts of both variants
 
 
 def _first_fit(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> Placed:
@@ -323,6 +323,91 @@ def _first_fit(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> 
             leaving.append((r.departure, i))
             break
     return out
+
+
+def _interval_greedy(trace: TraceLike, cl: _Cluster, order: Sequence[int]) -> Placed:
+    """Requests in ``order`` (any order: a request's whole interval is checked), each at the first
+    GPU and legal start that keeps every epoch of its life valid on that GPU: a placement without
+    migrations. Sizes first or lifetimes first find more than arrival order on crowded traces."""
+    reqs = trace.requests
+    epochs = epochs_of(reqs)
+    life: dict[int, list[int]] = defaultdict(list)
+    for e, (_, alive) in enumerate(epochs):
+        for i in alive:
+            life[i].append(e)
+    held: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # (gpu, epoch) -> [(p, start)]
+    out: Placed = {}
+    for i in order:
+        for g in cl.instance.gpus:
+            p = cl.profile[i].get(g.model.name)
+            if p is None:
+                continue
+            m, f = g.model, cl.fixed[g.id]
+            q = m.profiles[p]
+            fixed_compute = sum(c * pr.compute for c, pr in zip(f.counts, m.profiles, strict=True))
+            for start in q.starts:
+                ok = True
+                for e in life[i]:
+                    mask, counts, compute, media = f.mask, list(f.counts), fixed_compute, f.media_used
+                    for pp, ss in held[(g.id, e)]:
+                        mask |= m.profiles[pp].slot_mask(ss)
+                        counts[pp] += 1
+                        compute += m.profiles[pp].compute
+                        media = media or m.profiles[pp].media_extension
+                    if (
+                        mask & q.slot_mask(start)
+                        or counts[p] >= q.max_instances
+                        or (media and q.media_extension)
+                        or compute + q.compute > m.compute_slices
+                    ):
+                        ok = False
+                        break
+                if ok:
+                    out[reqs[i].id] = (g.id, start)
+                    for e in life[i]:
+                        held[(g.id, e)].append((p, start))
+                    break
+            if reqs[i].id in out:
+                break
+    return out
+
+
+def _best_greedy(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> Placed:
+    """The heaviest of first fit over time and interval greedy placements in several orders
+    (restricted to ``only`` when given, e.g. the requests the free optimum accepts)."""
+    reqs = trace.requests
+    pool = [i for i in range(len(reqs)) if only is None or i in only]
+    size = {
+        i: max((cl.instance.models[n].profiles[p].memory_slots for n, p in cl.profile[i].items()), default=0)
+        for i in pool
+    }
+    orders = [
+        sorted(pool, key=lambda i: (-size[i], i)),
+        sorted(pool, key=lambda i: (-(min(reqs[i].departure, 1e18) - reqs[i].arrival) * size[i], i)),
+        sorted(pool, key=lambda i: (-reqs[i].weight, i)),
+    ]
+    candidates = [_first_fit(trace, cl, only), *(_interval_greedy(trace, cl, o) for o in orders)]
+    weight = {r.id: r.weight for r in reqs}
+    return max(candidates, key=lambda c: sum(weight[w] for w in c))
+
+
+def _relabel(trace: TraceLike, cl: _Cluster, placed: Placed) -> Placed:
+    """The same placement with identical empty GPUs renamed in order of first use (arrival order),
+    as the forbidden model's symmetry rows ask."""
+    classes: dict[tuple[str, int, tuple[int, ...], bool], list[str]] = defaultdict(list)
+    for g in cl.instance.gpus:
+        f = cl.fixed[g.id]
+        if not f.workloads:
+            classes[(g.model.name, f.mask, f.counts, f.media_used)].append(g.id)
+    first: dict[str, int] = {}
+    for i, r in enumerate(trace.requests):
+        if r.id in placed:
+            first.setdefault(placed[r.id][0], i)
+    rename: dict[str, str] = {}
+    for gpus in classes.values():
+        used = sorted((g for g in gpus if g in first), key=first.__getitem__)
+        rename.update(zip(used, gpus, strict=False))
+    return {w: (rename.get(g, g), s) for w, (g, s) in placed.items()}
 
 
 # --- migrations free: configurations per epoch
@@ -482,91 +567,6 @@ def _decode_free(
         ids = tuple(reqs[i].id for i in alive if i in accepted)
         out.append(Epoch(t_e, ids, placed))
     return out
-
-
-def _interval_greedy(trace: TraceLike, cl: _Cluster, order: Sequence[int]) -> Placed:
-    """Requests in ``order`` (any order: a request's whole interval is checked), each at the first
-    GPU and legal start that keeps every epoch of its life valid on that GPU: a placement without
-    migrations. Sizes first or lifetimes first find more than arrival order on crowded traces."""
-    reqs = trace.requests
-    epochs = epochs_of(reqs)
-    life: dict[int, list[int]] = defaultdict(list)
-    for e, (_, alive) in enumerate(epochs):
-        for i in alive:
-            life[i].append(e)
-    held: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # (gpu, epoch) -> [(p, start)]
-    out: Placed = {}
-    for i in order:
-        for g in cl.instance.gpus:
-            p = cl.profile[i].get(g.model.name)
-            if p is None:
-                continue
-            m, f = g.model, cl.fixed[g.id]
-            q = m.profiles[p]
-            fixed_compute = sum(c * pr.compute for c, pr in zip(f.counts, m.profiles, strict=True))
-            for start in q.starts:
-                ok = True
-                for e in life[i]:
-                    mask, counts, compute, media = f.mask, list(f.counts), fixed_compute, f.media_used
-                    for pp, ss in held[(g.id, e)]:
-                        mask |= m.profiles[pp].slot_mask(ss)
-                        counts[pp] += 1
-                        compute += m.profiles[pp].compute
-                        media = media or m.profiles[pp].media_extension
-                    if (
-                        mask & q.slot_mask(start)
-                        or counts[p] >= q.max_instances
-                        or (media and q.media_extension)
-                        or compute + q.compute > m.compute_slices
-                    ):
-                        ok = False
-                        break
-                if ok:
-                    out[reqs[i].id] = (g.id, start)
-                    for e in life[i]:
-                        held[(g.id, e)].append((p, start))
-                    break
-            if reqs[i].id in out:
-                break
-    return out
-
-
-def _best_greedy(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> Placed:
-    """The heaviest of first fit over time and interval greedy placements in several orders
-    (restricted to ``only`` when given, e.g. the requests the free optimum accepts)."""
-    reqs = trace.requests
-    pool = [i for i in range(len(reqs)) if only is None or i in only]
-    size = {
-        i: max((cl.instance.models[n].profiles[p].memory_slots for n, p in cl.profile[i].items()), default=0)
-        for i in pool
-    }
-    orders = [
-        sorted(pool, key=lambda i: (-size[i], i)),
-        sorted(pool, key=lambda i: (-(min(reqs[i].departure, 1e18) - reqs[i].arrival) * size[i], i)),
-        sorted(pool, key=lambda i: (-reqs[i].weight, i)),
-    ]
-    candidates = [_first_fit(trace, cl, only), *(_interval_greedy(trace, cl, o) for o in orders)]
-    weight = {r.id: r.weight for r in reqs}
-    return max(candidates, key=lambda c: sum(weight[w] for w in c))
-
-
-def _relabel(trace: TraceLike, cl: _Cluster, placed: Placed) -> Placed:
-    """The same placement with identical empty GPUs renamed in order of first use (arrival order),
-    as the forbidden model's symmetry rows ask."""
-    classes: dict[tuple[str, int, tuple[int, ...], bool], list[str]] = defaultdict(list)
-    for g in cl.instance.gpus:
-        f = cl.fixed[g.id]
-        if not f.workloads:
-            classes[(g.model.name, f.mask, f.counts, f.media_used)].append(g.id)
-    first: dict[str, int] = {}
-    for i, r in enumerate(trace.requests):
-        if r.id in placed:
-            first.setdefault(placed[r.id][0], i)
-    rename: dict[str, str] = {}
-    for gpus in classes.values():
-        used = sorted((g for g in gpus if g in first), key=first.__getitem__)
-        rename.update(zip(used, gpus, strict=False))
-    return {w: (rename.get(g, g), s) for w, (g, s) in placed.items()}
 
 
 def _start_free(
