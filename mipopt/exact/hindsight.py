@@ -33,7 +33,6 @@ to the requests alive. The tests check every epoch with the independent verifier
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections import defaultdict
@@ -637,22 +636,6 @@ def _build_forbidden(trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel) -
     model.rows = pyo.ConstraintList()
     for i in range(len(reqs)):
         model.rows.add(pyo.quicksum(model.W[j] for j in by_request[i]) == model.Y[i])
-    # ... and a request may use the j-th only if an earlier request used the (j-1)-th
-    classes: dict[tuple[str, int, tuple[int, ...], bool], list[str]] = defaultdict(list)
-    for g in inst.gpus:
-        s = cl.fixed[g.id]
-        if not s.workloads:
-            classes[(g.model.name, s.mask, s.counts, s.media_used)].append(g.id)
-    for gpus in classes.values():
-        for before, after in itertools.pairwise(gpus):
-            earlier: list[int] = []
-            for i in range(len(reqs)):
-                if by_gpu[after].get(i):
-                    model.rows.add(
-                        pyo.quicksum(model.W[j] for j in by_gpu[after][i])
-                        <= pyo.quicksum(model.W[j] for j in earlier)
-                    )
-                earlier += by_gpu[before].get(i, [])
     epochs = epochs_of(reqs)
     done: set[tuple[str, tuple[int, ...]]] = set()
     for _, alive in epochs:
