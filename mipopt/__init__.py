@@ -44,6 +44,7 @@ _EXPORTS = {
     "compare_methods": "mipopt.compare",
     "get_model": "mipopt.catalog",
     "make_executor": "mipopt.executors",
+    "hindsight_optimum": "mipopt.exact.hindsight",
 }
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "catalog",
     "compare_methods",
     "get_model",
+    "hindsight_optimum",
     "instance_from_kubernetes",
     "instance_from_nvidia_smi",
     "load_instance",
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from mipopt.catalog import get_model
     from mipopt.compare import compare_methods
     from mipopt.errors import InstanceError
+    from mipopt.exact.hindsight import hindsight_optimum
     from mipopt.executors import make_executor
     from mipopt.heuristics.policies import make_policy
     from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination

@@ -100,3 +100,22 @@ def test_simulate_examples_run_as_written(
     rows = {line.split()[0]: line.split()[1:4] for line in printed[3:]}
     for line in shown[2:]:
         assert line.split()[1:4] == rows[line.split()[0]], line
+
+
+def test_hindsight_example_prints_what_the_readme_shows(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shlex
+
+    from mipopt.cli import main
+
+    text = (ROOT / "README.md").read_text()
+    section = re.search(r"^## How far from the best possible.*?\n(.*?)^## ", text, re.S | re.M)
+    assert section
+    command, shown = re.findall(r"^```\n(.*?)^```", section.group(1), re.S | re.M)[:2]
+    monkeypatch.chdir(ROOT)
+    assert main(shlex.split(command.strip())[1:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    # the same lines but for the solve times
+    strip = lambda lines: [re.sub(r", [0-9.]+ s$", "", line) for line in lines if line.strip()]  # noqa: E731
+    assert strip(printed) == strip(shown.splitlines())
