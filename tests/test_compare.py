@@ -126,7 +126,7 @@ def test_heuristics_that_cannot_move_are_measured_against_the_initial_optimum() 
 
 def test_which_methods_may_move_running_workloads() -> None:
     moving = {m.name for m in mipopt.methods() if m.moves}
-    assert moving == {"exact", "ibm-compaction", "ibm-reconfiguration", "ibm-joint", "grmu"}
+    assert moving == {"exact", "ibm-compaction", "ibm-reconfiguration", "ibm-joint", "grmu", "reopt"}
     from mipopt.registry import get_method
 
     assert [get_method(n).moves for n in ("adapter(ff)", "adapter(grmu)", "grmu:defrag=false")] == [

@@ -20,7 +20,7 @@ def test_docs_hold_the_table() -> None:
 
 def test_names_are_unique_and_kinds_are_two() -> None:
     names = [m.name for m in methods()]
-    assert len(names) == len(set(names)) == 2 + 5 + 12
+    assert len(names) == len(set(names)) == 2 + 5 + 13
     assert {m.kind for m in methods()} == {"exact", "heuristic"}
     assert "first-fit" not in names and "load-balanced" not in names  # the policies ff and lb
 

@@ -88,7 +88,8 @@ class SimulationResult:
         kind and per accepted workload, the plans' counts (plans, rounds, parking and
         disruptive moves); with a queue or batches, the waits of accepted requests
         (``mean_wait``, ``p95_wait``, ``waited``: how many waited at all) and, with a
-        queue, ``abandoned`` and ``queued_at_end``; ``runtime_s``.
+        queue, ``abandoned`` and ``queued_at_end``; a policy's own counters (its ``stats``,
+        e.g. reopt's solves and GB moved) as ``policy_<name>``; ``runtime_s``.
     placed
         The placement at the window's end (workload id -> (GPU id, start)).
     """
@@ -331,6 +332,8 @@ def simulate(
     if queue_timeout is not None:
         summary["abandoned"] = state.abandoned
         summary["queued_at_end"] = len(queue)
+    # A policy that keeps counters of its own (reopt's solves, moves, GB moved) reports them here.
+    summary.update({f"policy_{k}": v for k, v in getattr(policy, "stats", {}).items()})
     summary["runtime_s"] = summary.pop("runtime_s")
     return SimulationResult(policy.name, trace.name, series, summary, dict(cluster.placed))
 
