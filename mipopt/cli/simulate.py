@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
 
 from mipopt.cli.common import (
     EXIT_OK,
@@ -69,8 +68,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mipopt.io import write_atomic
-    from mipopt.simulation.runs import compare, plot_series, requests_per_run, summary_table
+    from mipopt.io import write_text
+    from mipopt.simulation.runs import compare, plot_series, run_header, summary_table
 
     options = {
         "bucket": args.bucket,
@@ -93,23 +92,13 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:  # InstanceError too
             raise BadInput(flagged(err)) from None
     table = summary_table(summary)
-    unit = str(summary["time_unit"].iloc[0])
-    ends = summary["horizon"]
-    until = f"{ends.iloc[0]:.4g}" if ends.nunique() == 1 else f"{ends.min():.4g}-{ends.max():.4g}"
-    header = (
-        f"workload {args.workload}: {requests_per_run(summary)}, {args.runs} run(s), up to t = {until} {unit}"
-    )
+    header = run_header(args.workload, summary)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         for name, frame in (("series.csv", series), ("summary.csv", summary)):
-            csv_text: str = frame.to_csv(index=False)
-
-            def write(fh: TextIO, text: str = csv_text) -> None:
-                fh.write(text)
-
-            write_atomic(out / name, write, text=True)
-        plot_series(series, out / "series.png", title=header, time_unit=unit)
+            write_text(out / name, frame.to_csv(index=False))
+        plot_series(series, out / "series.png", title=header, time_unit=str(summary["time_unit"].iloc[0]))
     if args.json:
         print_json(
             {"summary": summary.to_dict(orient="records"), "means": table.reset_index().to_dict("records")}

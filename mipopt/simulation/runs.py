@@ -26,7 +26,15 @@ from mipopt.io import write_atomic
 from mipopt.simulation.engine import on_grid, simulate
 from mipopt.workloads.trace import Trace
 
-__all__ = ["SOURCES", "compare", "make_trace", "plot_series", "requests_per_run", "summary_table"]
+__all__ = [
+    "SOURCES",
+    "compare",
+    "make_trace",
+    "plot_series",
+    "requests_per_run",
+    "run_header",
+    "summary_table",
+]
 
 
 def _sources() -> dict[str, Callable[..., Trace]]:
@@ -177,6 +185,22 @@ def requests_per_run(summary: pd.DataFrame) -> str:
     if counts.nunique() == 1:
         return f"{counts.iloc[0]:,} requests per run"
     return f"{counts.mean():,.1f} requests per run on average ({counts.min():,}-{counts.max():,})"
+
+
+def run_header(workload: str, summary: pd.DataFrame) -> str:
+    """The line ``mipopt simulate`` prints (and ``series.png`` is titled) before its table.
+
+    Examples
+    --------
+    >>> summary = pd.DataFrame({"run": [0, 0], "arrived": [9, 9], "horizon": [8.0, 8.0], "time_unit": "slot"})
+    >>> run_header("fbk:gpus=4", summary)
+    'workload fbk:gpus=4: 9 requests per run, 1 run(s), up to t = 8 slot'
+    """
+    ends = summary["horizon"]
+    until = f"{ends.iloc[0]:.4g}" if ends.nunique() == 1 else f"{ends.min():.4g}-{ends.max():.4g}"
+    runs = summary["run"].nunique()
+    unit = summary["time_unit"].iloc[0]
+    return f"workload {workload}: {requests_per_run(summary)}, {runs} run(s), up to t = {until} {unit}"
 
 
 #: The panels of :func:`plot_series`: column and title.
