@@ -55,6 +55,38 @@ def lst(value: Any, path: str, *, nonempty: bool = False) -> list[Any]:
     return value
 
 
+def name_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a name (an id, host, UUID, profile, model), or None.
+
+    A name is one line of printable characters not starting with ``-``: no control character
+    (newline, NUL, the ESC of an ANSI sequence), no bidirectional override, no line separator,
+    nothing :meth:`str.isprintable` refuses (lone surrogates among them). Such a name cannot end a
+    comment in an emitted script, rewrite a terminal, add a key to a YAML file, or pass for an
+    option of ``ssh`` or ``nvidia-smi``.
+
+    >>> name_problem("default/infer-0#1") is None
+    True
+    >>> name_problem("x\\ntouch pwned")
+    "must be one line of printable characters: 'x\\\\ntouch pwned' has '\\\\n' at 1"
+    >>> name_problem("-oProxyCommand=sh")
+    "must not start with '-': '-oProxyCommand=sh'"
+    """
+    if value.startswith("-"):
+        return f"must not start with '-': {value!r}"
+    return text_problem(value, lines=False)
+
+
+def text_problem(value: str, *, lines: bool = True) -> str | None:
+    """Why ``value`` cannot be free text (a description, a note), or None: printable lines
+    (newlines allowed where ``lines``), as :func:`name_problem` says."""
+    for i, ch in enumerate(value):
+        if not ch.isprintable() and not (lines and ch == "\n"):
+            shown = value if len(value) <= 60 else value[:57] + "..."
+            what = "one line of printable characters" if not lines else "printable text"
+            return f"must be {what}: {shown!r} has {ch!r} at {i}"
+    return None
+
+
 def string(value: Any, path: str, *, nonempty: bool = True) -> str:
     if not isinstance(value, str):
         raise InstanceError(path, f"must be a string, got {type_name(value)}")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
+from mipopt.state.idle import reuse_idle
 
 if TYPE_CHECKING:
     from mipopt.exact.driver import Heuristic
@@ -554,5 +555,27 @@ def solve(
     }
     from mipopt.verifier import explain
 
+    # GPUs of unknown layout hold MIG devices nobody has read: no method sees them
+    placeable = instance.placeable()
+    solution = _reuse_idle(placeable, spec.solve(placeable, **given))
     # why each rejected workload is rejected (Solution.rejections)
-    return explain(instance, spec.solve(instance, **given), exact=spec.kind == "exact")
+    return explain(placeable, solution, exact=spec.kind == "exact")
+
+
+def _reuse_idle(instance: Instance, solution: Solution) -> Solution:
+    """``solution`` with new workloads moved onto idle instances of their profile on the GPU
+    chosen (:func:`mipopt.state.idle.reuse_idle`); the objectives stay, the metrics are
+    computed again."""
+    placed = solution.placed()
+    moved = reuse_idle(instance, placed)
+    if moved == placed:
+        return solution
+    from mipopt.instance import Assignment
+    from mipopt.verifier import evaluate
+
+    _, metrics = evaluate(instance, moved)
+    return replace(
+        solution,
+        placements=tuple(Assignment(a.workload, *moved[a.workload]) for a in solution.placements),
+        metrics={k: metrics.get(k, v) for k, v in solution.metrics.items()},
+    )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mipopt.catalog import GpuModel, get_model
 from mipopt.errors import InstanceError
-from mipopt.instance.types import Gpu, Host, Instance, Placement, Workload
+from mipopt.instance.types import Gpu, Host, IdleInstance, Instance, Placement, Workload
 
 
 @dataclass
@@ -30,6 +30,8 @@ class InstanceBuilder:
     _hosts: list[Host] = field(default_factory=list)
     _gpus: list[Gpu] = field(default_factory=list)
     _workloads: list[Workload] = field(default_factory=list)
+    _idle: list[IdleInstance] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def add_host(
         self,
@@ -41,12 +43,15 @@ class InstanceBuilder:
         weight: float = 1.0,
         device_indices: Mapping[str, int] | None = None,
         uuids: Mapping[str, str] | None = None,
+        unknown_layout: Iterable[str] = (),
     ) -> None:
         """Add a host with its GPUs (GPU id -> model name or model).
 
         ``device_indices`` and ``uuids`` (GPU id -> value) say how each GPU is addressed on
-        the host (``nvidia-smi -i``, NVML), when known.
+        the host (``nvidia-smi -i``, NVML), when known; the GPUs in ``unknown_layout`` hold
+        MIG devices at places nobody has read (:attr:`mipopt.instance.Gpu.layout_known`).
         """
+        unknown = set(unknown_layout)
         custom = {m.name: m for m in self.custom_models}
         ids = []
         for gid, model in (gpus or {}).items():
@@ -57,7 +62,7 @@ class InstanceBuilder:
                     raise InstanceError(f"hosts[{len(self._hosts)}].gpus", str(err.args[0])) from None
             device = None if device_indices is None else device_indices.get(gid)
             uuid = None if uuids is None else uuids.get(gid)
-            self._gpus.append(Gpu(gid, model, host_id, len(self._gpus), device, uuid))
+            self._gpus.append(Gpu(gid, model, host_id, len(self._gpus), device, uuid, gid not in unknown))
             ids.append(gid)
         self._hosts.append(Host(host_id, tuple(ids), cpu, ram_gb, weight))
 
@@ -93,6 +98,10 @@ class InstanceBuilder:
             )
         )
 
+    def add_idle(self, gpu: str, profile: str | int, start: int, gpu_instance_id: int | None = None) -> None:
+        """Add a GPU instance that exists at ``start`` of ``gpu`` but that no workload uses."""
+        self._idle.append(IdleInstance(gpu, profile, start, gpu_instance_id))
+
     def build(self) -> Instance:
         return Instance(
             self.name,
@@ -101,4 +110,6 @@ class InstanceBuilder:
             tuple(self._workloads),
             tuple(self.custom_models),
             self.description,
+            tuple(self._idle),
+            tuple(self.notes),
         )

@@ -19,6 +19,7 @@ from mipopt.instance.types import (
     Assignment,
     Gpu,
     Host,
+    IdleInstance,
     Instance,
     Objectives,
     Placement,
@@ -30,7 +31,7 @@ from mipopt.instance.types import (
     Workload,
 )
 
-_INSTANCE_OPTIONAL = ("name", "description", "custom_gpu_models", "expected")
+_INSTANCE_OPTIONAL = ("name", "description", "custom_gpu_models", "expected", "idle", "notes")
 _HOST_OPTIONAL = ("cpu", "ram_gb", "weight")
 _WORKLOAD_OPTIONAL = ("cpu", "ram_gb", "weight", "migration_weight", "gpu_models", "placement", "pinned")
 
@@ -113,7 +114,11 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         gpu_ids = []
         for j, graw in enumerate(f.lst(h["gpus"], f"{path}.gpus")):
             gp = f"{path}.gpus[{j}]"
-            g = f.obj(graw, gp, ("id", "model"), ("device_index", "uuid"))
+            g = f.obj(graw, gp, ("id", "model"), ("device_index", "uuid", "layout"))
+            if "layout" in g and g["layout"] != "unknown":
+                raise InstanceError(
+                    f"{gp}.layout", f"must be 'unknown' (omit it when known), got {g['layout']!r}"
+                )
             gid = f.string(g["id"], f"{gp}.id")
             mname = f.string(g["model"], f"{gp}.model")
             if mname not in models:
@@ -130,6 +135,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
                     len(gpus),
                     device_index=None if device is None else f.integer(device, f"{gp}.device_index"),
                     uuid=None if g.get("uuid") is None else f.string(g["uuid"], f"{gp}.uuid"),
+                    layout_known="layout" not in g,
                 )
             )
             gpu_ids.append(gid)
@@ -146,7 +152,27 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
     workloads = [
         _workload(raw, f"workloads[{k}]") for k, raw in enumerate(f.lst(d["workloads"], "workloads"))
     ]
-    return Instance(name, tuple(hosts), tuple(gpus), tuple(workloads), tuple(custom.values()), description)
+    idle = tuple(_idle(raw, f"idle[{k}]") for k, raw in enumerate(f.lst(d.get("idle", []), "idle")))
+    notes = tuple(f.string(n, f"notes[{i}]") for i, n in enumerate(f.lst(d.get("notes", []), "notes")))
+    return Instance(
+        name, tuple(hosts), tuple(gpus), tuple(workloads), tuple(custom.values()), description, idle, notes
+    )
+
+
+def _idle(raw: Any, path: str) -> IdleInstance:
+    d = f.obj(raw, path, ("gpu", "profile", "start"), ("gpu_instance_id",))
+    profile = d["profile"]
+    if isinstance(profile, bool) or not isinstance(profile, str | int):
+        raise InstanceError(f"{path}.profile", f"must be a profile name or id, got {f.type_name(profile)}")
+    gi = d.get("gpu_instance_id")
+    return IdleInstance(
+        f.string(d["gpu"], f"{path}.gpu"),
+        f.integer(profile, f"{path}.profile")
+        if isinstance(profile, int)
+        else f.string(profile, f"{path}.profile"),
+        f.integer(d["start"], f"{path}.start"),
+        None if gi is None else f.integer(gi, f"{path}.gpu_instance_id"),
+    )
 
 
 def _capacity(h: dict[str, Any], key: str, path: str) -> float | None:
@@ -227,6 +253,14 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
         if w.pinned:
             wd["pinned"] = True
         out["workloads"].append(wd)
+    if inst.idle:
+        out["idle"] = [
+            {"gpu": i.gpu, "profile": i.profile, "start": i.start}
+            | ({} if i.gpu_instance_id is None else {"gpu_instance_id": i.gpu_instance_id})
+            for i in inst.idle
+        ]
+    if inst.notes:
+        out["notes"] = list(inst.notes)
     return out
 
 
@@ -236,6 +270,8 @@ def _gpu_dict(g: Gpu) -> dict[str, Any]:
         out["device_index"] = g.device_index
     if g.uuid is not None:
         out["uuid"] = g.uuid
+    if not g.layout_known:
+        out["layout"] = "unknown"
     return out
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from mipopt._fields import name_problem, text_problem
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.errors import InstanceError
 
@@ -28,6 +29,9 @@ class Gpu:
 
     ``device_index`` and ``uuid`` say how the GPU is addressed on its host (``nvidia-smi -i``,
     NVML handles), when known: an imported cluster has them, a hand-written instance need not.
+    ``layout_known`` is False for a GPU that holds MIG devices at places nobody has read (a
+    Kubernetes node's labels say it is partitioned; its ``nvidia-smi mig -lgi`` was not
+    merged): no method places anything on it, since its free slots are unknown.
     """
 
     id: str
@@ -36,6 +40,7 @@ class Gpu:
     index: int
     device_index: int | None = None
     uuid: str | None = None
+    layout_known: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,21 @@ class Placement:
     gpu: str
     start: int
     gpu_instance_id: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class IdleInstance:
+    """A GPU instance that exists on a GPU but that no workload uses.
+
+    Methods see its slots as free: one may reuse it for a new workload of its profile at
+    its start (the plan then does nothing there) or let the plan destroy it, which
+    interrupts nobody. ``gpu_instance_id`` is the id ``nvidia-smi mig -lgi`` gave it.
+    """
+
+    gpu: str
+    profile: str | int
+    start: int
+    gpu_instance_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +132,8 @@ class Instance:
     workloads: tuple[Workload, ...]
     custom_models: tuple[GpuModel, ...] = ()
     description: str = ""
+    idle: tuple[IdleInstance, ...] = ()
+    notes: tuple[str, ...] = ()
     _gpu: dict[str, Gpu] = field(init=False, repr=False, compare=False)
     _host: dict[str, Host] = field(init=False, repr=False, compare=False)
     _workload: dict[str, Workload] = field(init=False, repr=False, compare=False)
@@ -164,12 +186,64 @@ class Instance:
     def new(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if not w.running)
 
+    @property
+    def unknown_layout(self) -> tuple[str, ...]:
+        """The ids of the GPUs whose layout is unknown (:attr:`Gpu.layout_known`)."""
+        return tuple(g.id for g in self.gpus if not g.layout_known)
+
+    def placeable(self) -> Instance:
+        """This instance without the GPUs of unknown layout: what a method may place on.
+
+        Hosts keep their cpu and ram; a host left with no GPU stays, empty. The instance
+        itself when every layout is known.
+        """
+        if not self.unknown_layout:
+            return self
+        import dataclasses
+
+        hosts = tuple(
+            dataclasses.replace(h, gpus=tuple(g for g in h.gpus if self._gpu[g].layout_known))
+            for h in self.hosts
+        )
+        gpus = [g for g in self.gpus if g.layout_known]
+        gpus = [dataclasses.replace(g, index=i) for i, g in enumerate(gpus)]
+        return dataclasses.replace(self, hosts=hosts, gpus=tuple(gpus))
+
 
 def _check(inst: Instance) -> None:
-    """Cross-references, then the rules the running state must obey."""
+    """Names, cross-references, then the rules the running state must obey."""
+    _check_names(inst)
     _check_hosts(inst)
     _check_workloads(inst)
     _check_running(inst)
+
+
+def _check_names(inst: Instance) -> None:
+    """Every name is one printable line that no shell, terminal or YAML reader misreads
+    (:func:`mipopt._fields.name_problem`); the description and notes are printable lines."""
+    checks: list[tuple[str, str]] = [("name", inst.name)]
+    for i, h in enumerate(inst.hosts):
+        checks.append((f"hosts[{i}].id", h.id))
+        for j, gid in enumerate(h.gpus):
+            checks.append((f"hosts[{i}].gpus[{j}].id", gid))
+            g = inst._gpu.get(gid)
+            if g is not None and g.uuid is not None:
+                checks.append((f"hosts[{i}].gpus[{j}].uuid", g.uuid))
+    for k, w in enumerate(inst.workloads):
+        checks.append((f"workloads[{k}].id", w.id))
+        if isinstance(w.profile, str):
+            checks.append((f"workloads[{k}].profile", w.profile))
+        for m, name in enumerate(w.gpu_models or ()):
+            checks.append((f"workloads[{k}].gpu_models[{m}]", name))
+    for path, value in checks:
+        problem = name_problem(value)
+        if problem:
+            raise InstanceError(path, problem)
+    texts = [("description", inst.description)] + [(f"notes[{i}]", n) for i, n in enumerate(inst.notes)]
+    for path, value in texts:
+        problem = text_problem(value)
+        if problem:
+            raise InstanceError(path, problem)
 
 
 def _check_hosts(inst: Instance) -> None:
@@ -268,6 +342,10 @@ def _check_running(inst: Instance) -> None:
         gpu = inst._gpu.get(w.placement.gpu)
         if gpu is None:
             raise InstanceError(f"{pp}.gpu", f"unknown GPU {w.placement.gpu!r}")
+        if not gpu.layout_known:
+            raise InstanceError(
+                f"{pp}.gpu", f"GPU {gpu.id!r} has an unknown layout: nothing can be placed on it"
+            )
         gi = w.placement.gpu_instance_id
         if gi is not None:
             if gi < 0:
@@ -318,12 +396,49 @@ def _check_running(inst: Instance) -> None:
             )
         used_cpu[gpu.host] += w.cpu
         used_ram[gpu.host] += w.ram_gb
+    _check_idle(inst, slot_owner, gi_owner)
     for i, h in enumerate(inst.hosts):
         for attr, used in (("cpu", used_cpu), ("ram_gb", used_ram)):
             cap = getattr(h, attr)
             if cap is not None and used[h.id] > cap + 1e-9:
                 raise InstanceError(
                     f"hosts[{i}].{attr}", f"running workloads need {used[h.id]:g} > capacity {cap:g}"
+                )
+
+
+def _check_idle(
+    inst: Instance, slot_owner: dict[str, dict[int, str]], gi_owner: dict[tuple[str, int], str]
+) -> None:
+    """Idle instances sit at legal starts of their GPU's profile, apart from every other instance."""
+    for k, idle in enumerate(inst.idle):
+        path = f"idle[{k}]"
+        gpu = inst._gpu.get(idle.gpu)
+        if gpu is None:
+            raise InstanceError(f"{path}.gpu", f"unknown GPU {idle.gpu!r}")
+        if not gpu.layout_known:
+            raise InstanceError(f"{path}.gpu", f"GPU {gpu.id!r} has an unknown layout")
+        profile = gpu.model.find(idle.profile)
+        if profile is None:
+            raise InstanceError(f"{path}.profile", f"{idle.profile!r} is not a profile of {gpu.model.name}")
+        if idle.start not in profile.starts:
+            starts = ", ".join(map(str, profile.starts))
+            raise InstanceError(
+                f"{path}.start",
+                f"{idle.start} is not a legal start of {profile.name} on {gpu.model.name} ({starts})",
+            )
+        owners = slot_owner[gpu.id]
+        for s in range(idle.start, idle.start + profile.memory_slots):
+            if s in owners:
+                raise InstanceError(path, f"overlaps {owners[s]!r} on GPU {gpu.id!r} at slot {s}")
+            owners[s] = f"idle instance idle[{k}]"
+        gi = idle.gpu_instance_id
+        if gi is not None:
+            if gi < 0:
+                raise InstanceError(f"{path}.gpu_instance_id", f"must be >= 0, got {gi}")
+            other = gi_owner.setdefault((gpu.id, gi), path)
+            if other != path:
+                raise InstanceError(
+                    f"{path}.gpu_instance_id", f"GPU instance {gi} on GPU {gpu.id!r} is also {other!r}"
                 )
 
 

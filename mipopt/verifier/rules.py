@@ -101,6 +101,10 @@ def check_state(instance: Instance, held: Iterable[Held]) -> StateCheck:
                 Breach("gpu", holder, "gpu", "", f"{gpu_id!r} is not a GPU of the instance", (holder,))
             )
             continue
+        if not instance.gpu(gpu_id).layout_known:
+            text = f"{gpu_id!r} has an unknown layout (its MIG devices were not read): nothing may be placed on it"
+            breaches.append(Breach("gpu", holder, "gpu", "", text, (holder,)))
+            continue
         w = instance.workload(wid)
         model = instance.gpu(gpu_id).model
         if w.gpu_models is not None and model.name not in w.gpu_models:

@@ -1,0 +1,154 @@
+"""Idle GPU instances: the ones a target reuses, must destroy, or may leave alone.
+
+An idle instance (:class:`mipopt.instance.IdleInstance`) exists on a GPU but serves no
+workload: every method sees its slots as free. Against a target placement each idle instance
+is either
+
+``reuse``
+    a workload of its profile lands exactly at its GPU and start: the instance serves it and
+    nothing is created or destroyed there;
+``destroy``
+    the target needs its slots (an overlap) or could not hold it besides its own instances
+    (compute slices, the profile's instance limit, the one media-engine set): destroying it
+    interrupts nobody;
+``keep``
+    the target leaves it alone.
+
+:func:`reuse_idle` moves new workloads onto idle instances of their profile on the GPU a
+method chose, so that a method's answer reuses what exists wherever it can at no cost.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from mipopt.catalog import Profile
+from mipopt.instance import IdleInstance, Instance
+
+IdleFate = Literal["reuse", "destroy", "keep"]
+
+
+@dataclass(frozen=True, slots=True)
+class IdleDecision:
+    """What a target does with one idle instance; ``workload`` is the one that reuses it."""
+
+    idle: IdleInstance
+    fate: IdleFate
+    workload: str | None = None
+
+
+def idle_profile(instance: Instance, idle: IdleInstance) -> Profile:
+    profile = instance.gpu(idle.gpu).model.find(idle.profile)
+    assert profile is not None  # the instance checked it
+    return profile
+
+
+def _profile(instance: Instance, workload: str, gpu: str) -> Profile:
+    profile = instance.gpu(gpu).model.find(instance.workload(workload).profile)
+    assert profile is not None
+    return profile
+
+
+def _slots(profile: Profile, start: int) -> set[int]:
+    return set(range(start, start + profile.memory_slots))
+
+
+def idle_fates(instance: Instance, final: Mapping[str, tuple[str, int]]) -> tuple[IdleDecision, ...]:
+    """Each idle instance of ``instance``, in order, against the target ``final``
+    (workload id -> (GPU id, start)), as the module docstring says.
+
+    Examples
+    --------
+    >>> from mipopt.instance import InstanceBuilder
+    >>> b = InstanceBuilder("idle")
+    >>> b.add_host("n1", {"g0": "A100-40GB"})
+    >>> b.add_idle("g0", "3g.20gb", 0, gpu_instance_id=1)
+    >>> b.add_idle("g0", "3g.20gb", 4, gpu_instance_id=2)
+    >>> b.add_workload("w", "3g.20gb")
+    >>> inst = b.build()
+    >>> [(d.idle.start, d.fate, d.workload) for d in idle_fates(inst, {"w": ("g0", 4)})]
+    [(0, 'keep', None), (4, 'reuse', 'w')]
+    >>> [d.fate for d in idle_fates(inst, {"w": ("g0", 2)})]  # an illegal spot, but it overlaps both
+    ['destroy', 'destroy']
+    """
+    on_gpu: dict[str, list[tuple[str, Profile, int]]] = {}
+    for wid, (gpu, start) in final.items():
+        on_gpu.setdefault(gpu, []).append((wid, _profile(instance, wid, gpu), start))
+    kept: dict[str, list[tuple[Profile, int]]] = {}
+    out: list[IdleDecision] = []
+    for idle in instance.idle:
+        profile = idle_profile(instance, idle)
+        targets = on_gpu.get(idle.gpu, [])
+        user = next((w for w, p, s in targets if p == profile and s == idle.start), None)
+        if user is not None:
+            out.append(IdleDecision(idle, "reuse", user))
+            continue
+        held = [(p, s) for _, p, s in targets] + kept.get(idle.gpu, [])
+        if _fits(instance.gpu(idle.gpu).model.compute_slices, held, profile, idle.start):
+            kept.setdefault(idle.gpu, []).append((profile, idle.start))
+            out.append(IdleDecision(idle, "keep"))
+        else:
+            out.append(IdleDecision(idle, "destroy"))
+    return tuple(out)
+
+
+def _fits(compute_slices: int, held: list[tuple[Profile, int]], profile: Profile, start: int) -> bool:
+    """Whether ``profile`` at ``start`` can stay beside the instances ``held`` on one GPU."""
+    mine = _slots(profile, start)
+    if any(mine & _slots(p, s) for p, s in held):
+        return False
+    if sum(p.compute for p, _ in held) + profile.compute > compute_slices:
+        return False
+    if Counter(p.name for p, _ in held)[profile.name] + 1 > profile.max_instances:
+        return False
+    return not (profile.media_extension and any(p.media_extension for p, _ in held))
+
+
+def reuse_idle(instance: Instance, placed: Mapping[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    """``placed`` with each new workload moved, on the GPU its method chose, onto an idle
+    instance of its profile whose slots that placement leaves free.
+
+    The GPU, the profile and the instance's rules do not change, so neither do the
+    objectives; the plan then creates nothing for the workloads moved. Workloads are taken
+    in the instance's order, idle instances in theirs.
+
+    Examples
+    --------
+    >>> from mipopt.instance import InstanceBuilder
+    >>> b = InstanceBuilder("idle")
+    >>> b.add_host("n1", {"g0": "A100-40GB"})
+    >>> b.add_idle("g0", "1g.5gb", 6)
+    >>> b.add_workload("w", "1g.5gb")
+    >>> reuse_idle(b.build(), {"w": ("g0", 0)})
+    {'w': ('g0', 6)}
+    """
+    if not instance.idle:
+        return dict(placed)
+    out = dict(placed)
+    taken: set[int] = set()
+    for w in instance.new:
+        spot = out.get(w.id)
+        if spot is None:
+            continue
+        gpu = spot[0]
+        profile = _profile(instance, w.id, gpu)
+        on = [
+            k
+            for k, i in enumerate(instance.idle)
+            if (i.gpu, i.start) == spot and idle_profile(instance, i) == profile
+        ]
+        if on:
+            taken.update(on)  # already on one
+            continue
+        others = [(_profile(instance, o, g), s) for o, (g, s) in out.items() if g == gpu and o != w.id]
+        for k, idle in enumerate(instance.idle):
+            if k in taken or idle.gpu != gpu or idle_profile(instance, idle) != profile:
+                continue
+            if all(not (_slots(profile, idle.start) & _slots(p, s)) for p, s in others):
+                out[w.id] = (gpu, idle.start)
+                taken.add(k)
+                break
+    return out
