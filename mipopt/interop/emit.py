@@ -39,7 +39,8 @@ import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from importlib import resources
+from typing import Any, Literal
 
 import yaml
 
@@ -47,6 +48,7 @@ from mipopt.catalog import Profile, products
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance
 from mipopt.migrate.plan import Plan, Spot
+from mipopt.state.idle import idle_profile
 from mipopt.state.occupancy import MOVE_LABELS
 
 __all__ = [
@@ -61,25 +63,37 @@ __all__ = [
     "plan_operations",
 ]
 
+Phase = Literal["drain", "create", "destroy"]
 #: The phases of a round, in the order they run.
-PHASES = ("drain", "create", "destroy")
+PHASES: tuple[Phase, ...] = ("drain", "create", "destroy")
+#: What an operation does: create or destroy a GPU instance, or check that an idle one is there
+#: for a workload to reuse (nothing changes).
+OpKind = Literal["create", "destroy", "reuse"]
+#: Why: a drained workload, a move's target or source, a park, a new request, a restore, an idle
+#: instance in the way.
+Reason = Literal["drain", "move", "park", "new", "restore", "idle"]
 
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """One GPU-instance creation or destruction, addressed as the machine knows it.
+    """One GPU-instance creation, destruction or reuse, addressed as the machine knows it.
 
     ``gpu_index`` is the GPU's ``nvidia-smi`` index on its host (the position among the host's
     GPUs when the instance does not record it: ``gpu_index_known`` says which); ``gpu_uuid`` is
     its UUID where known. ``gpu_instance_id`` is set on a destruction of an instance whose id
     ``nvidia-smi mig -lgi`` reported when the state was imported; otherwise the instance is found
-    by ``profile_id`` and ``start``.
+    by ``profile_id`` and ``start``. ``before`` and ``after`` are the GPU's GPU instances
+    (``PROFILE_ID:START``, by start) just before and after the operation, as the plan expects
+    them: a script runs an operation where it finds ``before``, skips it where it finds
+    ``after`` (done by an earlier run), and stops anywhere else. ``peer`` is the other end of a
+    move (its target on the source's destroy, its source on the target's create).
     """
 
     round: int
-    phase: str  # drain | create | destroy
-    op: str  # create | destroy
-    workload: str
+    phase: Phase
+    op: OpKind
+    reason: Reason
+    workload: str  # "" for an idle instance
     host: str
     gpu: str
     gpu_index: int
@@ -89,11 +103,17 @@ class Operation:
     profile_id: int
     start: int
     size: int
+    compute: int
     gpu_instance_id: int | None
     comment: str
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    peer: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["before"], out["after"] = list(self.before), list(self.after)
+        return out
 
 
 def gpu_indices(instance: Instance) -> dict[str, int]:
@@ -110,12 +130,54 @@ def _profile(instance: Instance, workload: str, gpu: str) -> Profile:
     return instance.gpu(gpu).model.profile(instance.workload(workload).profile)
 
 
+def _token(profile: Profile, start: int) -> str:
+    return f"{profile.id}:{start}"
+
+
+def _layout(tokens: Counter[str]) -> tuple[str, ...]:
+    """A GPU's instances in the scripts' order: by start, then profile id."""
+    items = sorted(tokens.elements(), key=lambda t: (int(t.split(":")[1]), int(t.split(":")[0])))
+    return tuple(items)
+
+
+def _idle_decisions(instance: Instance, plan: Plan) -> dict[int, str | None]:
+    """Idle instance position -> the workload that reuses it (None: destroy it in round 1).
+
+    An idle instance is reused by the final target that lands exactly on it, kept when no
+    target of any round lands on its GPU, and destroyed otherwise (it holds no workload, so
+    that interrupts nobody; a park passing through its GPU may need its slots).
+    """
+    targets: list[tuple[str, str, int]] = [  # (workload, GPU, start) of every create of the plan
+        (item.workload, item.target[0], item.target[1])
+        for r in plan.rounds
+        for item in (*r.moves, *r.creates)
+    ]
+    out: dict[int, str | None] = {}
+    for k, idle in enumerate(instance.idle):
+        profile = idle_profile(instance, idle)
+        here = [(w, s) for w, g, s in targets if g == idle.gpu]
+        if not here:
+            continue  # kept: nothing is created on its GPU
+        users = [w for w, s in here if s == idle.start and _profile(instance, w, idle.gpu) == profile]
+        mine = set(range(idle.start, idle.start + profile.memory_slots))
+        others = [
+            (w, s)
+            for w, s in here
+            if w not in users[:1] and mine & set(range(s, s + _profile(instance, w, idle.gpu).memory_slots))
+        ]
+        final_user = users[0] if users and plan.final.get(users[0]) == (idle.gpu, idle.start) else None
+        out[k] = final_user if final_user is not None and not others and len(users) == 1 else None
+    return out
+
+
 def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
     """The operations of ``plan`` on ``instance``, in the order they run.
 
-    Per round: phase ``drain`` destroys the drained instances, phase ``create`` creates every
-    target (moves' targets, then new workloads and restores), phase ``destroy`` destroys the
-    moves' sources. Operations of one phase do not depend on each other.
+    Per round: phase ``drain`` destroys the drained instances (in round 1, first, the idle
+    instances the plan needs out of the way), phase ``create`` creates every target (moves'
+    targets, then new workloads and restores; a target that is an idle instance of its
+    profile is reused: checked, not created), phase ``destroy`` destroys the moves' sources.
+    Operations of one phase do not depend on each other.
 
     Examples
     --------
@@ -131,16 +193,50 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
         for w in instance.workloads
         if w.placement is not None
     }
+    layouts: dict[str, Counter[str]] = {g.id: Counter() for g in instance.gpus}
+    for w in instance.running:
+        assert w.placement is not None
+        layouts[w.placement.gpu][_token(_profile(instance, w.id, w.placement.gpu), w.placement.start)] += 1
+    for idle in instance.idle:
+        layouts[idle.gpu][_token(idle_profile(instance, idle), idle.start)] += 1
+    decisions = _idle_decisions(instance, plan)
+    reused = {
+        (w, instance.idle[k].gpu, instance.idle[k].start): k for k, w in decisions.items() if w is not None
+    }
 
-    def op(number: int, phase: str, kind: str, workload: str, spot: Spot, comment: str) -> Operation:
+    def address(spot: Spot) -> dict[str, Any]:
+        g = instance.gpu(spot[0])
+        return {"host": g.host, "gpu": g.id, "gpu_index": index[g.id], "gpu_uuid": g.uuid, "start": spot[1]}
+
+    def op(
+        number: int,
+        phase: Phase,
+        kind: OpKind,
+        reason: Reason,
+        workload: str,
+        spot: Spot,
+        comment: str,
+        *,
+        profile: Profile | None = None,
+        gi: int | None = None,
+        peer: Spot | None = None,
+    ) -> Operation:
         gpu = instance.gpu(spot[0])
-        profile = _profile(instance, workload, spot[0])
+        profile = profile or _profile(instance, workload, spot[0])
         known = original.get(workload)
-        gi = known[2] if kind == "destroy" and known is not None and known[:2] == spot else None
+        if kind == "destroy" and gi is None and known is not None and known[:2] == spot:
+            gi = known[2]
+        token = _token(profile, spot[1])
+        before = _layout(layouts[gpu.id])
+        if kind == "create":
+            layouts[gpu.id][token] += 1
+        elif kind == "destroy":
+            layouts[gpu.id][token] -= 1
         return Operation(
             number,
             phase,
             kind,
+            reason,
             workload,
             gpu.host,
             gpu.id,
@@ -151,22 +247,90 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
             profile.id,
             spot[1],
             profile.memory_slots,
+            profile.compute,
             gi,
             comment,
+            before,
+            _layout(+layouts[gpu.id]),
+            None if peer is None else address(peer),
         )
+
+    def target(
+        number: int, reason: Reason, workload: str, spot: Spot, comment: str, peer: Spot | None
+    ) -> Operation:
+        k = reused.get((workload, *spot))
+        if k is not None:
+            idle = instance.idle[k]
+            return op(
+                number,
+                "create",
+                "reuse",
+                reason,
+                workload,
+                spot,
+                f"{comment}; reuses idle GPU instance",
+                gi=idle.gpu_instance_id,
+                peer=peer,
+            )
+        return op(number, "create", "create", reason, workload, spot, comment, peer=peer)
 
     out: list[Operation] = []
     for number, r in enumerate(plan.rounds, 1):
+        if number == 1:
+            for k, idle in enumerate(instance.idle):
+                if k in decisions and decisions[k] is None:
+                    spot, why = (idle.gpu, idle.start), "idle GPU instance (no workload) in the way"
+                    profile = idle_profile(instance, idle)
+                    out.append(
+                        op(
+                            number,
+                            "drain",
+                            "destroy",
+                            "idle",
+                            "",
+                            spot,
+                            why,
+                            profile=profile,
+                            gi=idle.gpu_instance_id,
+                        )
+                    )
         for d in r.drains:
-            out.append(op(number, "drain", "destroy", d.workload, d.source, "drain (down until restored)"))
+            out.append(
+                op(number, "drain", "destroy", "drain", d.workload, d.source, "drain (down until restored)")
+            )
         for mv in r.moves:
+            reason: Reason = "park" if mv.park else "move"
             why = "park (temporary, breaks a cycle of waits)" if mv.park else f"{MOVE_LABELS[mv.kind]} move"
-            out.append(op(number, "create", "create", mv.workload, mv.target, f"{why} from {_at(mv.source)}"))
+            out.append(
+                target(number, reason, mv.workload, mv.target, f"{why} from {_at(mv.source)}", mv.source)
+            )
         for c in r.creates:
-            why = "new request" if c.source is None else f"restore (drained from {_at(c.source)})"
-            out.append(op(number, "create", "create", c.workload, c.target, why))
+            if c.source is None:
+                out.append(target(number, "new", c.workload, c.target, "new request", None))
+            else:
+                out.append(
+                    target(
+                        number,
+                        "restore",
+                        c.workload,
+                        c.target,
+                        f"restore (drained from {_at(c.source)})",
+                        None,
+                    )
+                )
         for mv in r.moves:
-            out.append(op(number, "destroy", "destroy", mv.workload, mv.source, f"moved to {_at(mv.target)}"))
+            out.append(
+                op(
+                    number,
+                    "destroy",
+                    "destroy",
+                    "move",
+                    mv.workload,
+                    mv.source,
+                    f"moved to {_at(mv.target)}",
+                    peer=mv.target,
+                )
+            )
     return tuple(out)
 
 
@@ -213,293 +377,112 @@ def addressed_plan(instance: Instance, plan: Plan) -> dict[str, Any]:
     return data
 
 
-def _expected(instance: Instance, operations: Sequence[Operation]) -> list[Operation]:
-    """The running instances the plan touches, as the preflight check expects to find them."""
-    seen: dict[str, Operation] = {}
-    for o in operations:
-        w = instance.workload(o.workload)
-        if (
-            o.op == "destroy"
-            and w.placement is not None
-            and (w.placement.gpu, w.placement.start) == (o.gpu, o.start)
-        ):
-            seen.setdefault(o.workload, o)
-    return list(seen.values())
+def _template(name: str) -> str:
+    """A script body shipped as package data (``mipopt/interop/templates``)."""
+    return resources.files("mipopt.interop").joinpath("templates", name).read_text()
+
+
+def _title(instance: Instance, plan: Plan, ops: Sequence[Operation]) -> str:
+    # json.dumps: the name as one ASCII line whatever it holds
+    return f"mipopt plan for {json.dumps(instance.name)}: {_rounds(len(plan.rounds))}, {len(ops)} operations"
 
 
 # --- nvidia-smi
 
 
-_BASH_HEAD = """\
-#!/usr/bin/env bash
-# {title}
-#
-# Written by mipopt (`mipopt plan --emit nvidia-smi`). Target: NVIDIA driver R470 or newer, whose
-# `nvidia-smi mig -cgi PROFILE_ID:START` creates a GPU instance at an explicit placement start
-# (a "profile tuple" in `nvidia-smi mig -h`). R450/R460 cannot place instances.
-#
-# Dry run by default: prints each command. `bash THIS --apply` runs them, as root, in order,
-# stopping at the first failure. Commands for another host go through `$MIPOPT_SSH HOST`
-# (default: ssh); the local host is `$MIPOPT_LOCAL_HOST` (default: hostname -s).
-# A round's phases run in order on every host: drains, creations, then the moves' sources destroyed.
-set -euo pipefail
-
-APPLY=0
-[[ "${{1:-}}" == "--apply" ]] && APPLY=1
-SSH="${{MIPOPT_SSH:-ssh}}"
-LOCAL="${{MIPOPT_LOCAL_HOST:-$(hostname -s)}}"
-
-# on HOST CMD...: run CMD on HOST (print it in a dry run)
-on() {{
-  local host="$1"; shift
-  if [[ $APPLY == 0 ]]; then echo "[$host] $*"; return 0; fi
-  if [[ "$host" == "$LOCAL" ]]; then "$@"; else $SSH "$host" "$(printf '%q ' "$@")"; fi
-}}
-
-# gi_at HOST GPU PROFILE_ID START: the id of the GPU instance of that profile at that start
-# (read off `nvidia-smi mig -lgi`: | GPU  MIG NAME  PROFILE_ID  INSTANCE_ID  START:SIZE |)
-gi_at() {{
-  if [[ $APPLY == 0 ]]; then echo "GI@$4"; return 0; fi
-  local id
-  id=$(on "$1" nvidia-smi mig -i "$2" -lgi | awk -v p="$3" -v s="$4" \\
-    '$1 == "|" && $3 == "MIG" && $5 == p && index($7, s ":") == 1 {{ print $6 }}')
-  [[ -n "$id" ]] || {{ echo "no GPU instance of profile $3 at start $4 on $1 GPU $2" >&2; return 1; }}
-  echo "$id"
-}}
-
-# expect HOST GPU PROFILE_ID START [GI_ID]: stop unless that instance is there (and has that id)
-expect() {{
-  local id
-  id=$(gi_at "$1" "$2" "$3" "$4") || exit 1
-  if [[ $# -ge 5 && $APPLY == 1 && "$id" != "$5" ]]; then
-    echo "$1 GPU $2: the instance of profile $3 at start $4 is GI $id, not $5: the state changed" >&2
-    exit 1
-  fi
-}}
-
-# destroy HOST GPU GI_ID: its compute instances, then the GPU instance
-destroy() {{
-  on "$1" nvidia-smi mig -i "$2" -gi "$3" -dci
-  on "$1" nvidia-smi mig -i "$2" -gi "$3" -dgi
-}}
-"""
+_BASH_FIELDS = (
+    "round",
+    "phase",
+    "op",
+    "reason",
+    "workload",
+    "host",
+    "gpu",
+    "profile_id",
+    "start",
+    "gpu_instance_id",
+    "before",
+    "after",
+    "peer_host",
+    "peer_gpu",
+    "peer_start",
+    "note",
+)
 
 
-def _gpu_arg(o: Operation) -> str:
-    return o.gpu_uuid if o.gpu_uuid else str(o.gpu_index)
+def _gpu_arg(gpu_uuid: str | None, gpu_index: int) -> str:
+    return gpu_uuid if gpu_uuid else str(gpu_index)
+
+
+def _bash_args(o: Operation) -> list[str]:
+    peer = o.peer or {}
+    note = f"{o.op} {o.profile} at start {o.start} on {o.host} GPU {_gpu_arg(o.gpu_uuid, o.gpu_index)}"
+    note += f" ({o.workload or 'idle'}: {o.comment})"
+    return [
+        str(o.round),
+        o.phase,
+        o.op,
+        o.reason,
+        o.workload,
+        o.host,
+        _gpu_arg(o.gpu_uuid, o.gpu_index),
+        str(o.profile_id),
+        str(o.start),
+        "" if o.gpu_instance_id is None else str(o.gpu_instance_id),
+        " ".join(o.before),
+        " ".join(o.after),
+        peer.get("host", ""),
+        "" if not peer else _gpu_arg(peer["gpu_uuid"], peer["gpu_index"]),
+        "" if not peer else str(peer["start"]),
+        note,
+    ]
 
 
 def nvidia_smi_script(instance: Instance, plan: Plan) -> str:
     """A bash script of ``nvidia-smi mig`` commands that carries out ``plan`` (module docstring).
 
-    Each command line ends with a comment naming the operation and workload
-    (``# create w1: inter-gpu move from h1-g0@4``), which :func:`read_nvidia_smi_script`
-    in the tests reads back.
+    The body is the package's ``templates/plan.sh``; the plan is appended as ``add_op`` lines
+    whose every argument is quoted for bash (:func:`shlex.quote`), so no name of the instance is
+    ever code. ``bash SCRIPT`` is a dry run; ``--apply`` acts (``bash SCRIPT --help``).
 
     Examples
     --------
     >>> import mipopt
     >>> inst = mipopt.load_instance("instances/quickstart.json")
     >>> plan = mipopt.plan_migration(inst, mipopt.solve(inst, "ff"))
-    >>> print([l for l in nvidia_smi_script(inst, plan).splitlines() if "-cgi" in l][0])
-    on h1 nvidia-smi mig -i 1 -cgi 5:0 -C  # create batch-d: new request
+    >>> print([l for l in nvidia_smi_script(inst, plan).splitlines() if l.startswith("add_op")][0])
+    add_op 1 create create new batch-d h1 1 5 0 '' '' 5:0 '' '' '' 'create 1g.10gb at start 0 on h1 GPU 1 (batch-d: new request)'
     """
     ops = plan_operations(instance, plan)
-    title = f"mipopt plan for {instance.name}: {_rounds(len(plan.rounds))}, {len(ops)} operations"
-    lines = [_BASH_HEAD.format(title=title)]
-    expected = _expected(instance, ops)
-    if expected:
-        lines.append("# Before anything: the instances the plan moves or destroys are where it says.")
-        for o in expected:
-            gi = "" if o.gpu_instance_id is None else f" {o.gpu_instance_id}"
-            lines.append(
-                f"expect {shlex.quote(o.host)} {shlex.quote(_gpu_arg(o))} {o.profile_id} {o.start}{gi}"
-                f"  # {o.workload}: {o.profile}"
-            )
-    if any(not o.gpu_index_known for o in ops):
-        lines.append(
-            "\n# NOTE: the instance does not record GPU device indices; each GPU's index is assumed to be"
-            "\n# its position among its host's GPUs in the instance. Check with `nvidia-smi -L`."
-        )
-    current = None
-    for o in ops:
-        if (o.round, o.phase) != current:
-            current = o.round, o.phase
-            lines.append(f"\n# round {o.round}, {o.phase}")
-        host, gpu = shlex.quote(o.host), shlex.quote(_gpu_arg(o))
-        note = f"  # {o.op} {o.workload}: {o.comment}"
-        if o.op == "create":
-            lines.append(f"on {host} nvidia-smi mig -i {gpu} -cgi {o.profile_id}:{o.start} -C{note}")
-        elif o.gpu_instance_id is not None:
-            lines.append(f"destroy {host} {gpu} {o.gpu_instance_id}{note}")
-        else:
-            lines.append(f'destroy {host} {gpu} "$(gi_at {host} {gpu} {o.profile_id} {o.start})"{note}')
-    if not ops:
-        lines.append("# nothing to do: the current placement is the target")
-    lines.append('\necho "done: plan applied" >&2' if ops else "")
-    return "\n".join(lines).rstrip() + "\n"
+    lines = [
+        _template("plan.sh").rstrip("\n"),
+        "",
+        "# --- the plan (generated by mipopt; every value is quoted data)",
+        f"TITLE={shlex.quote(_title(instance, plan, ops))}",
+        f"INDEX_GUESSED={int(any(not o.gpu_index_known for o in ops))}",
+    ]
+    lines += ["add_op " + " ".join(shlex.quote(a) for a in _bash_args(o)) for o in ops]
+    lines.append('main "$@"')
+    return "\n".join(lines) + "\n"
 
 
 # --- NVML (nvidia-ml-py)
 
 
-_NVML_SCRIPT = '''\
-#!/usr/bin/env python3
-"""{title}
-
-Written by mipopt (`mipopt plan --emit nvml-python`). Needs nvidia-ml-py (`pip install
-nvidia-ml-py`), root, and a driver whose NVML has nvmlDeviceCreateGpuInstanceWithPlacement
-(R470 and newer). Run it on each host the plan touches:
-
-    python3 THIS [--host NAME] [--round N] [--phase drain|create|destroy] [--apply]
-
-Without --apply it only prints what it would do. --host defaults to this machine's short host
-name. With several hosts, run one phase at a time on every host before the next (a move's target
-is created on one host before its source is destroyed on another); on a single host, run it whole.
-It first checks that the instances the plan expects are where it says, and stops if not.
-"""
-
-import argparse
-import ctypes
-import socket
-import sys
-
-OPERATIONS = {operations}
-EXPECTED = {expected}
-PHASES = ("drain", "create", "destroy")
-
-
-def device(nvml, op):
-    if op["gpu_uuid"]:
-        return nvml.nvmlDeviceGetHandleByUUID(op["gpu_uuid"])
-    return nvml.nvmlDeviceGetHandleByIndex(op["gpu_index"])
-
-
-def instances(nvml, handle, profile_id):
-    """The GPU instances of one profile on a device: (handle, info) pairs."""
-    count = ctypes.c_uint(0)
-    found = (nvml.c_nvmlGpuInstance_t * 64)()
-    nvml.nvmlDeviceGetGpuInstances(handle, profile_id, found, ctypes.byref(count))
-    return [(found[i], nvml.nvmlGpuInstanceGetInfo(found[i])) for i in range(count.value)]
-
-
-def find(nvml, op):
-    """The GPU instance an operation names: by its imported id, else by profile and start."""
-    handle = device(nvml, op)
-    if op["gpu_instance_id"] is not None:
-        gi = nvml.nvmlDeviceGetGpuInstanceById(handle, op["gpu_instance_id"])
-        info = nvml.nvmlGpuInstanceGetInfo(gi)
-        if info.profileId != op["profile_id"] or info.placement.start != op["start"]:
-            sys.exit(f"{{op['host']}} GPU {{op['gpu_index']}}: GI {{op['gpu_instance_id']}} is not profile "
-                     f"{{op['profile_id']}} at start {{op['start']}}: the state changed")
-        return gi
-    for gi, info in instances(nvml, handle, op["profile_id"]):
-        if info.placement.start == op["start"]:
-            return gi
-    sys.exit(f"{{op['host']}} GPU {{op['gpu_index']}}: no GPU instance of profile {{op['profile_id']}} "
-             f"at start {{op['start']}}")
-
-
-def create(nvml, op):
-    handle = device(nvml, op)
-    placement = nvml.c_nvmlGpuInstancePlacement_t()
-    placement.start = op["start"]
-    placement.size = op["size"]
-    gi = nvml.nvmlDeviceCreateGpuInstanceWithPlacement(handle, op["profile_id"], ctypes.byref(placement))
-    # its default compute instance: all of the GPU instance's slices, engines shared
-    ci_profile = getattr(nvml, f"NVML_COMPUTE_INSTANCE_PROFILE_{{op['compute']}}_SLICE")
-    info = nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(
-        gi, ci_profile, nvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
-    )
-    nvml.nvmlGpuInstanceCreateComputeInstance(gi, info.id)
-
-
-def destroy(nvml, op):
-    gi = find(nvml, op)
-    for name in dir(nvml):
-        if not name.startswith("NVML_COMPUTE_INSTANCE_PROFILE_") or name.endswith("_COUNT"):
-            continue
-        try:
-            info = nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(
-                gi, getattr(nvml, name), nvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
-            )
-        except nvml.NVMLError:
-            continue  # a compute-instance profile this GPU instance does not offer
-        for ci in nvml.nvmlGpuInstanceGetComputeInstances(gi, info.id):
-            nvml.nvmlComputeInstanceDestroy(ci)
-    nvml.nvmlGpuInstanceDestroy(gi)
-
-
-def describe(op):
-    where = f"GPU {{op['gpu_uuid'] or op['gpu_index']}}"
-    return (f"round {{op['round']}} {{op['phase']}}: {{op['op']}} {{op['profile']}} (id {{op['profile_id']}}) "
-            f"at start {{op['start']}} on {{op['host']}} {{where}}  # {{op['workload']}}: {{op['comment']}}")
-
-
-def main(argv=None, nvml=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default=socket.gethostname().split(".")[0])
-    parser.add_argument("--round", type=int)
-    parser.add_argument("--phase", choices=PHASES)
-    parser.add_argument("--apply", action="store_true", help="act (default: only print)")
-    args = parser.parse_args(argv)
-    chosen = [
-        op for op in OPERATIONS
-        if op["host"] == args.host
-        and (args.round is None or op["round"] == args.round)
-        and (args.phase is None or op["phase"] == args.phase)
-    ]
-    if not any(op["host"] == args.host for op in OPERATIONS):
-        print(f"nothing to do on host {{args.host!r}} (hosts: {{sorted({{op['host'] for op in OPERATIONS}})}})")
-        return 0
-    if not args.apply:
-        for op in chosen:
-            print(describe(op))
-        print(f"dry run: {{len(chosen)}} operations; --apply to act")
-        return 0
-    if nvml is None:
-        import pynvml as nvml
-    nvml.nvmlInit()
-    try:
-        if args.round in (None, 1) and args.phase in (None, "drain"):
-            for op in EXPECTED:
-                if op["host"] == args.host:
-                    find(nvml, op)
-        for op in chosen:
-            print(describe(op))
-            (create if op["op"] == "create" else destroy)(nvml, op)
-    finally:
-        nvml.nvmlShutdown()
-    print(f"done: {{len(chosen)}} operations")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
-
-
 def nvml_script(instance: Instance, plan: Plan) -> str:
     """A Python script over ``pynvml`` that carries out ``plan``; dry run unless ``--apply``.
 
-    Its ``OPERATIONS`` list holds :meth:`Operation.to_dict` records (plus the compute slices
-    of each profile); ``main(argv, nvml)`` takes the NVML module, so it can run against a fake.
+    The body is the package's ``templates/plan_nvml.py``; the plan is one JSON document in a
+    Python string literal (``repr``), read with :func:`json.loads`: data, never code. Its
+    ``OPERATIONS`` are :meth:`Operation.to_dict` records; ``main(argv, nvml)`` takes the NVML
+    module, so it can run against a fake.
     """
     ops = plan_operations(instance, plan)
-    records = [{**o.to_dict(), "compute": _profile(instance, o.workload, o.gpu).compute} for o in ops]
-    expected = [
-        {**o.to_dict(), "compute": _profile(instance, o.workload, o.gpu).compute}
-        for o in _expected(instance, ops)
-    ]
-    title = f"mipopt plan for {instance.name}: {_rounds(len(plan.rounds))}, {len(ops)} operations."
-    return _NVML_SCRIPT.format(title=title, operations=_literal(records), expected=_literal(expected))
-
-
-def _literal(records: list[dict[str, Any]]) -> str:
-    """A Python literal of records of str, int, bool and None, one per line."""
-    if not records:
-        return "[]"
-    return "[\n" + "".join(f"    {r!r},\n" for r in records) + "]"
+    data = {"title": _title(instance, plan, ops), "operations": [o.to_dict() for o in ops]}
+    body = _template("plan_nvml.py")
+    marker = "PLAN = {}  # replaced by mipopt"
+    assert marker in body
+    return body.replace(marker, f"PLAN = json.loads({json.dumps(data, indent=1)!r})")
 
 
 # --- mig-parted
@@ -544,7 +527,8 @@ def mig_parted_config(instance: Instance, final: dict[str, Spot]) -> str:
             entries.append(entry)
         configs[f"mipopt-{h.id}"] = entries
     header = "".join(f"# {line}\n" for line in _wrap(f"WARNING: {MIG_PARTED_WARNING}"))
-    header += f"# Written by mipopt (`mipopt plan --emit mig-parted`) for {instance.name}.\n"
+    # json.dumps: the name as one ASCII line, whatever it holds
+    header += f"# Written by mipopt (`mipopt plan --emit mig-parted`) for {json.dumps(instance.name)}.\n"
     body = yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=False, default_flow_style=None)
     return header + body
 

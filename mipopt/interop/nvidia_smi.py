@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 from xml.parsers import expat
 
+from mipopt._fields import name_problem
 from mipopt.errors import InstanceError
+from mipopt.interop._names import shown
 
 
 class NvidiaSmiError(InstanceError):
@@ -59,10 +61,29 @@ class NvidiaSmiError(InstanceError):
     ('node1-lgi.txt:6', 6)
     """
 
-    def __init__(self, file: str, line: int, expected: str, got: str) -> None:
+    def __init__(
+        self, file: str, line: int, expected: str = "", got: str = "", *, rule: str | None = None
+    ) -> None:
         self.file = file
         self.line = line
-        super().__init__(f"{file}:{line}", f"expected {expected}, got {got!r}")
+        super().__init__(f"{file}:{line}", f"expected {expected}, got {shown(got)}" if rule is None else rule)
+
+
+def _name(value: str, what: str, file: str, line: int) -> str:
+    """``value``, when it may be a name; else :class:`NvidiaSmiError` with the rule.
+
+    A product name, a UUID or a profile reaches instance ids, terminals and emitted scripts, so
+    it must be one printable line not starting with ``-`` (:func:`mipopt._fields.name_problem`).
+
+    >>> _name("A100\\x1b[2J", "product name", "L.txt", 1)
+    Traceback (most recent call last):
+    ...
+    mipopt.interop.nvidia_smi.NvidiaSmiError: L.txt:1: product name must be one line of printable characters: 'A100\\x1b[2J' has '\\x1b' at 4
+    """
+    problem = name_problem(value)
+    if problem:
+        raise NvidiaSmiError(file, line, rule=f"{what} {problem}")
+    return value
 
 
 # -- records ---------------------------------------------------------------------------------
@@ -206,12 +227,21 @@ class SummaryProcess:
 
 @dataclass(frozen=True, slots=True)
 class SummaryReport:
-    """Plain ``nvidia-smi`` output: driver version, GPUs, MIG devices and processes."""
+    """Plain ``nvidia-smi`` output: driver version, GPUs, MIG devices and processes.
 
-    driver_version: str
+    ``mig_table`` and ``process_table`` are the lines of the "MIG devices" and "Processes"
+    titles, ``None`` where the text has no such table (nvidia-smi prints the MIG devices table
+    only when some GPU has MIG enabled): a table printed lists every MIG device, or every
+    process nvidia-smi could see, even when it says there is none. ``driver_version`` is
+    ``None`` for an excerpt that starts below the banner, as documentation prints it.
+    """
+
+    driver_version: str | None
     gpus: tuple[SummaryGpu, ...]
     mig_devices: tuple[SummaryMigDevice, ...]
     processes: tuple[SummaryProcess, ...]
+    mig_table: int | None = None
+    process_table: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,10 +324,12 @@ _HEADER_ROWS = 4
 
 @dataclass(frozen=True, slots=True)
 class _Group:
-    """Data rows of one table between two borders, with the table they belong to."""
+    """Data rows of one table between two borders, with the table they belong to; or, with
+    ``title``, the table's title row (for plain nvidia-smi's GPU table, its banner)."""
 
     table: str
     rows: tuple[tuple[int, str], ...]
+    title: bool = False
 
 
 def _groups(
@@ -305,10 +337,11 @@ def _groups(
 ) -> Iterator[_Group]:
     """The data rows of nvidia-smi's box tables, grouped between borders.
 
-    A table starts at a title row (``| GPU instances:``, ``| NVIDIA-SMI ...``); its rows up to
-    the ``|===`` rule are column headers and skipped (at most :data:`_HEADER_ROWS` of them, so
-    that a table whose rule is missing is refused rather than read as headers). ``data_outside``
-    may accept a line outside any table (a time stamp); any other line there is an error.
+    A table starts at a title row (``| GPU instances:``, ``| NVIDIA-SMI ...``), yielded as a
+    ``title`` group; its rows up to the ``|===`` rule are column headers and skipped (at most
+    :data:`_HEADER_ROWS` of them, so that a table whose rule is missing is refused rather than
+    read as headers). ``data_outside`` may accept a line outside any table (a time stamp); any
+    other line there is an error.
     """
     table = ""
     header: int | None = None  # header rows seen since the title; None below the rule
@@ -330,8 +363,7 @@ def _groups(
                 yield _Group(table, tuple(rows))
                 rows = []
             table, header = _TITLES.get(cell, "gpus"), 0
-            if table == "gpus":
-                yield _Group("banner", ((n, cell),))
+            yield _Group(table, ((n, cell),), title=True)
             continue
         if header is not None:
             header += 1
@@ -381,8 +413,9 @@ def parse_list(text: str, file: str) -> tuple[ListedGpu, ...]:
     Raises
     ------
     NvidiaSmiError
-        A line that is neither a GPU nor a MIG device line, a MIG device before any GPU, or a
-        GPU index printed twice (outputs of several machines or containers run together).
+        A line that is neither a GPU nor a MIG device line, a MIG device before any GPU, a
+        GPU index printed twice (outputs of several machines or containers run together), or a
+        name or UUID that is not one printable line.
 
     Examples
     --------
@@ -408,14 +441,15 @@ def parse_list(text: str, file: str) -> tuple[ListedGpu, ...]:
                     f"{next(g.line for g in gpus if g.index == index)})",
                     line,
                 )
-            gpus.append(ListedGpu(index, m[2], m[3], (), n))
+            gpus.append(ListedGpu(index, _name(m[2], "product name", file, n), m[3], (), n))
             devices = []
         elif m := _L_MIG.match(line):
             if not gpus:
                 raise NvidiaSmiError(file, n, "a GPU line before its MIG devices", line.strip())
             ids = _L_R450_UUID.match(m[3])
             gi, ci = (int(ids[1]), int(ids[2])) if ids else (None, None)
-            devices.append(ListedMigDevice(m[1], int(m[2]), m[3], gi, ci, n))
+            name, uuid = _name(m[1], "MIG device name", file, n), _name(m[3], "MIG device UUID", file, n)
+            devices.append(ListedMigDevice(name, int(m[2]), uuid, gi, ci, n))
         else:
             raise NvidiaSmiError(
                 file, n, "'GPU N: NAME (UUID: GPU-...)' or '  MIG PROFILE Device N: (UUID: MIG-...)'", line
@@ -439,22 +473,14 @@ _LGIP_2 = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s*\|$")
 
 
 def _only(groups: Iterator[_Group], table: str, file: str) -> Iterator[_Group]:
+    """The data groups of ``table``; a row of another table is an error."""
     for group in groups:
+        if group.title:
+            continue
         if group.table != table:
             n, row = group.rows[0]
             raise NvidiaSmiError(file, n, f"a row of the {table!r} table", row)
         yield group
-
-
-def _matches(
-    text: str, file: str, table: str, row: re.Pattern[str], shape: str
-) -> Iterator[tuple[int, re.Match[str]]]:
-    """(line number, match) of each one-line row of a ``table``; a row of another shape is an error."""
-    for group in _only(_groups(text, file), table, file):
-        for n, line in group.rows:
-            if not (m := row.match(line)):
-                raise NvidiaSmiError(file, n, shape, line)
-            yield n, m
 
 
 def parse_lgip(text: str, file: str) -> tuple[GpuInstanceProfileRow, ...]:
@@ -475,7 +501,8 @@ def parse_lgip(text: str, file: str) -> tuple[GpuInstanceProfileRow, ...]:
     Raises
     ------
     NvidiaSmiError
-        A profile whose two lines (GPU .. ENC, then CE JPEG OFA) do not read as such.
+        A profile whose two lines (GPU .. ENC, then CE JPEG OFA) do not read as such, or a
+        profile name that is not one printable line.
     """
     found: list[GpuInstanceProfileRow] = []
     for group in _only(_groups(text, file), "lgip", file):
@@ -488,6 +515,7 @@ def parse_lgip(text: str, file: str) -> tuple[GpuInstanceProfileRow, ...]:
             n2, row2 = next(rows, (n + 1, "the end of the profile"))
             if not (b := _LGIP_2.match(row2)):
                 raise NvidiaSmiError(file, n2, f"the 'CE JPEG OFA' line of profile {a[2]}", row2)
+            _name(a[2], "profile name", file, n)
             found.append(
                 GpuInstanceProfileRow(
                     gpu=int(a[1]), name=a[2], profile_id=int(a[3]), free=int(a[4]), total=int(a[5]),
@@ -540,7 +568,28 @@ def parse_lgipp(text: str, file: str) -> tuple[ProfilePlacements, ...]:
     return tuple(found)
 
 
-_LGI = re.compile(r"^\|\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s*\|$")
+#: A row of ``-lgi`` or ``-lci``: GPU, the GPU-instance id (``-lci`` only), the profile's name and
+#: id, the instance id and the placement ``START:SIZE`` (which ``-lci`` of older drivers lacks).
+_INSTANCE_ROW = re.compile(
+    r"^\|\s+(\d+)\s+(?:(\d+)\s+)?MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+(\d+):(\d+))?\s*\|$"
+)
+_INSTANCE_SHAPE = {
+    "lgi": "'| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'",
+    "lci": "'| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'",
+}
+
+
+def _instance_rows(text: str, file: str, table: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """(line number, match of :data:`_INSTANCE_ROW`) of each row of the ``-lgi`` or ``-lci``
+    table (``table``); a row of another shape, or a profile name that cannot be a name, is an error."""
+    lci = table == "lci"
+    for group in _only(_groups(text, file), table, file):
+        for n, line in group.rows:
+            m = _INSTANCE_ROW.match(line)
+            if not m or (m[2] is not None) != lci or (not lci and m[6] is None):
+                raise NvidiaSmiError(file, n, _INSTANCE_SHAPE[table], line)
+            _name(m[3], "profile name", file, n)
+            yield n, m
 
 
 def parse_lgi(text: str, file: str) -> tuple[GpuInstanceRow, ...]:
@@ -561,7 +610,8 @@ def parse_lgi(text: str, file: str) -> tuple[GpuInstanceRow, ...]:
     Raises
     ------
     NvidiaSmiError
-        A row that is not ``| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |``.
+        A row that is not ``| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |``, or a
+        profile name that is not one printable line.
 
     Examples
     --------
@@ -569,14 +619,10 @@ def parse_lgi(text: str, file: str) -> tuple[GpuInstanceRow, ...]:
     >>> [(r.profile_id, r.instance_id, r.start, r.size) for r in parse_lgi(text, "node1-lgi.txt")]
     [(9, 2, 4, 4)]
     """
-    shape = "'| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'"
     return tuple(
-        GpuInstanceRow(int(m[1]), m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), n)
-        for n, m in _matches(text, file, "lgi", _LGI, shape)
+        GpuInstanceRow(int(m[1]), m[3], int(m[4]), int(m[5]), int(m[6]), int(m[7]), n)
+        for n, m in _instance_rows(text, file, "lgi")
     )
-
-
-_LCI = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+(\d+):(\d+))?\s*\|$")
 
 
 def parse_lci(text: str, file: str) -> tuple[ComputeInstanceRow, ...]:
@@ -597,12 +643,12 @@ def parse_lci(text: str, file: str) -> tuple[ComputeInstanceRow, ...]:
     Raises
     ------
     NvidiaSmiError
-        A row that is not ``| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  [START:SIZE] |``.
+        A row that is not ``| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  [START:SIZE] |``,
+        or a profile name that is not one printable line.
     """
-    shape = "'| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'"
     found = []
-    for n, m in _matches(text, file, "lci", _LCI, shape):
-        start, size = (int(m[6]), int(m[7])) if m[6] is not None else (None, None)
+    for n, m in _instance_rows(text, file, "lci"):
+        start, size = (None, None) if m[6] is None else (int(m[6]), int(m[7]))
         found.append(ComputeInstanceRow(int(m[1]), int(m[2]), m[3], int(m[4]), int(m[5]), start, size, n))
     return tuple(found)
 
@@ -626,7 +672,9 @@ def parse_summary(text: str, file: str) -> SummaryReport:
     """Read plain ``nvidia-smi``: its GPU table, its "MIG devices" table and its processes.
 
     The layouts of drivers R450 to R610 are read (79-, 87- and 89-column tables, ``KMD
-    Version`` banners, ``Shared Memory-Usage`` headers, a missing blank line between tables).
+    Version`` banners, ``Shared Memory-Usage`` headers, a missing blank line between tables),
+    and excerpts that start at the "MIG devices" or "Processes" table, as documentation prints
+    them (no banner, no GPU table).
 
     Parameters
     ----------
@@ -642,18 +690,23 @@ def parse_summary(text: str, file: str) -> SummaryReport:
     Raises
     ------
     NvidiaSmiError
-        No ``NVIDIA-SMI`` banner, or a row of one of the tables that does not read as such.
+        Neither an ``NVIDIA-SMI`` banner nor a "MIG devices" or "Processes" table, a row of
+        one of the tables that does not read as such, or a product name that is not one
+        printable line.
     """
     driver = None
+    titles: dict[str, int] = {}
     gpus: list[SummaryGpu] = []
     devices: list[SummaryMigDevice] = []
     processes: list[SummaryProcess] = []
     for group in _groups(text, file, lambda n, line: bool(_TIMESTAMP.match(line))):
         n, row = group.rows[0]
-        if group.table == "banner":
+        if group.title and group.table == "gpus":
             if not (m := _BANNER.match(row)):
                 raise NvidiaSmiError(file, n, "'NVIDIA-SMI VERSION ...'", row)
             driver = m[1]
+        elif group.title and group.table in ("mig", "processes"):
+            titles[group.table] = n
         elif group.table == "gpus":
             if not (m := _GPU_ROW.match(row)):
                 raise NvidiaSmiError(file, n, "'| INDEX  NAME  PERSISTENCE | BUS-ID ...' (a GPU row)", row)
@@ -664,7 +717,7 @@ def parse_summary(text: str, file: str) -> SummaryReport:
                     raise NvidiaSmiError(
                         file, group.rows[2][0], "a MIG mode (Enabled, Disabled, N/A)", mig_mode
                     )
-            gpus.append(SummaryGpu(int(m[1]), m[2], m[4], mig_mode, n))
+            gpus.append(SummaryGpu(int(m[1]), _name(m[2], "product name", file, n), m[4], mig_mode, n))
         elif group.table == "mig":
             if not (m := _MIG_ROW.match(row)):
                 raise NvidiaSmiError(
@@ -689,9 +742,11 @@ def parse_summary(text: str, file: str) -> SummaryReport:
                 )
         else:
             raise NvidiaSmiError(file, n, "a table of plain nvidia-smi output", row)
-    if driver is None:
+    if driver is None and not titles:
         raise NvidiaSmiError(file, 1, "the '| NVIDIA-SMI VERSION ...' banner", "no banner in the text")
-    return SummaryReport(driver, tuple(gpus), tuple(devices), tuple(processes))
+    return SummaryReport(
+        driver, tuple(gpus), tuple(devices), tuple(processes), titles.get("mig"), titles.get("processes")
+    )
 
 
 # -- nvidia-smi -q (text) --------------------------------------------------------------------
@@ -735,7 +790,8 @@ def parse_query(text: str, file: str) -> QueryReport:
     ------
     NvidiaSmiError
         A field before the first GPU other than the log's own (time stamp, versions, attached
-        GPUs), an indented line before any GPU, or an id that is not a number.
+        GPUs), an indented line before any GPU, an id that is not a number, or a value read
+        (product name, UUID, MIG mode) that is not one printable line.
     """
     driver: str | None = None
     attached: int | None = None
@@ -792,7 +848,9 @@ def _child(node: _Node, *keys: str) -> _Node | None:
 def _query_gpu(file: str, bus: str, line: int, root: _Node) -> QueryGpu:
     def value(*keys: str) -> str | None:
         node = _child(root, *keys)
-        return None if node is None else node.value
+        if node is None or node.value is None:
+            return None
+        return _name(node.value, " ".join(keys), file, node.line)
 
     uuid = value("GPU UUID") or value("UUID")
     device_id = value("PCI", "Device Id")
@@ -877,13 +935,16 @@ def parse_query_xml(text: str, file: str) -> QueryReport:
     ------
     NvidiaSmiError
         Text that is not well-formed XML (an excerpt cut short, say), a root other than
-        ``<nvidia_smi_log>``, a ``<gpu>`` without ``id``, or a MIG device id that is not a number.
+        ``<nvidia_smi_log>``, a ``<gpu>`` without ``id``, a MIG device id that is not a number, or
+        a value read (bus id, product name, UUID, MIG mode) that is not one printable line.
     """
     root, lines = _read_xml(text, file)
 
     def text_of(element: ET.Element, path: str) -> str | None:
         found = element.find(path)
-        return None if found is None or found.text is None else found.text.strip()
+        if found is None or found.text is None:
+            return None
+        return _name(found.text.strip(), f"<{path}>", file, lines[id(found)])
 
     def number(element: ET.Element, path: str) -> int:
         found = element.find(path)
@@ -907,7 +968,7 @@ def parse_query_xml(text: str, file: str) -> QueryReport:
         device_id = text_of(gpu, "pci/pci_device_id")
         gpus.append(
             QueryGpu(
-                bus_id=gpu.attrib["id"],
+                bus_id=_name(gpu.attrib["id"], "<gpu id>", file, lines[id(gpu)]),
                 product_name=text_of(gpu, "product_name"),
                 uuid=text_of(gpu, "uuid"),
                 pci_device_id=None if device_id is None else _hex_id(device_id),
@@ -963,8 +1024,8 @@ def detect(text: str, file: str = "<text>") -> str:
             return "q-x"
         if _Q_HEADER.match(stripped):
             return "q"
-        if stripped.startswith("|") and cell in _TITLES and _TITLES[cell] in PARSERS:
-            return _TITLES[cell]
+        if stripped.startswith("|") and cell in _TITLES:
+            return _TITLES[cell] if _TITLES[cell] in PARSERS else "nvidia-smi"
         if stripped.startswith("|") and cell.startswith("NVIDIA-SMI "):
             return "nvidia-smi"
         if _LGIPP.match(stripped):

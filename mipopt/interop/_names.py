@@ -1,0 +1,43 @@
+"""What the importers take from their input as names, and how their errors show input.
+
+A name read from a file (a host, a GPU's product or UUID, a node, a pod) ends up in instance
+ids, terminal output and emitted scripts, so it must pass :func:`mipopt._fields.name_problem`;
+an error shows input only through :func:`shown`, which never echoes a control character raw
+nor a huge value whole.
+"""
+
+from __future__ import annotations
+
+from mipopt._fields import name_problem
+from mipopt.errors import InstanceError
+
+#: The most characters of an input value an error message shows.
+SHOWN_CHARS = 120
+
+
+def shown(value: object) -> str:
+    """``value`` as an error message shows it: its ``repr`` (control characters escaped), cut short.
+
+    >>> shown("ok"), shown("a\\x1b[2Jb")
+    ("'ok'", "'a\\\\x1b[2Jb'")
+    >>> shown("x" * 200)[-20:]
+    'xxxxx... (202 chars)'
+    """
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 5]}... ({len(text)} chars)"
+
+
+def checked_name(value: str, what: str, where: str) -> str:
+    """``value``, when it may be a name; else :class:`InstanceError` at ``where`` with the rule.
+
+    >>> checked_name("node-1", "host name", "hosts")
+    'node-1'
+    >>> checked_name("-oProxyCommand=sh", "host name", "hosts")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: hosts: host name must not start with '-': '-oProxyCommand=sh'
+    """
+    problem = name_problem(value)
+    if problem:
+        raise InstanceError(where, f"{what} {problem}")
+    return value
