@@ -7,8 +7,8 @@ emitted script runs, in the layouts of the recorded outputs in ``../shared/inter
 * ``mig -i GPU -lgi``: the GPU-instance table (``No GPU instances found: Not Found`` and exit 6
   on a GPU without any, as the driver does);
 * ``mig -i GPU -cgi PROFILE_ID:START -C``: refuses an illegal start (``Invalid placement``), an
-  overlap, too many instances or compute slices (``Insufficient Resources``); new GI ids are the
-  lowest free id from 1, as the driver hands them out;
+  overlap, too many instances or compute slices (``Insufficient Resources``); a new GI gets the
+  lowest free id from 1 (a driver derives ids from placements; tests do not depend on new ids);
 * ``mig -i GPU -gi ID -dci`` / ``-dgi``: ``In use by another client`` for an instance marked busy
   (a process on it), or, for ``-dgi``, one that still has compute instances;
 * ``-i GPU`` (plain; its MIG devices table), ``-L`` (GPUs and MIG devices with UUIDs) and
