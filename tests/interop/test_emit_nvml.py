@@ -151,8 +151,11 @@ def test_the_hook_sees_the_move_and_a_failing_hook_keeps_the_source(tmp_path: Pa
     first = moves[0].split()
     assert first[:4] == ["a", "GPU-aaaa", "0", "2"] and first[4:6] == ["GPU-bbbb", "0"]
     assert first[6].isdigit() and int(first[6]) not in (1, 2, 13)  # the park's new GPU instance
-    stopped, fake = _run(_script(tmp_path, *cross_host()), _node(cross_host()[0], "n1"), "--host", "n1", "--apply",
-                         "--remote-targets-ready", "--on-move", "exit 3")  # fmt: skip
+    other = tmp_path / "cross"  # another plan, another journal
+    other.mkdir()
+    inst, target = cross_host()
+    args = ("--host", "n1", "--apply", "--remote-targets-ready", "--on-move", "exit 3")
+    stopped, fake = _run(_script(other, inst, target), _node(inst, "n1"), *args)
     assert stopped.returncode == 1
     assert (
         stopped.stderr.strip()
