@@ -143,12 +143,14 @@ def format_operations(operations: Sequence[Operation]) -> str:
         if o.round != current:
             current = o.round
             lines.append(f"round {o.round}")
+        gi = "" if o.gpu_instance_id is None else f" {o.gpu_instance_id}"
         if o.op == "create":
             what = f"create GPU instance of profile {o.profile} (id {o.profile_id})"
+        elif o.op == "reuse":
+            what = f"reuse idle GPU instance{gi} {o.profile} (profile id {o.profile_id})"
         else:
-            gi = "" if o.gpu_instance_id is None else f" {o.gpu_instance_id}"
             what = f"destroy GPU instance{gi} {o.profile} (profile id {o.profile_id})"
-        lines.append(f"  {what} at start {o.start} on GPU {o.gpu}  # {o.workload}: {o.comment}")
+        lines.append(f"  {what} at start {o.start} on GPU {o.gpu}  # {o.workload or 'idle'}: {o.comment}")
     return "\n".join(lines)
 
 

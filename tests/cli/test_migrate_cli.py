@@ -150,6 +150,7 @@ def test_plan_ops_use_the_profile_id_of_each_model(capsys: Capsys) -> None:
             "round": 2,
             "phase": "create",
             "op": "create",
+            "reason": "new",
             "workload": "new",
             "host": "h1",
             "gpu": "h1-g0",
@@ -160,8 +161,12 @@ def test_plan_ops_use_the_profile_id_of_each_model(capsys: Capsys) -> None:
             "profile_id": 5,
             "start": 0,
             "size": 4,
+            "compute": 4,
             "gpu_instance_id": None,
             "comment": "new request",
+            "before": [],
+            "after": ["5:0"],
+            "peer": None,
         }
     ]
 
