@@ -17,9 +17,9 @@ Pointer arguments are declared ``c_void_p``, as a C library cannot check them: a
 ctypes array or pointer, or a handle is accepted, a structure passed by value is refused by
 ctypes (``ArgumentError``) where the real library would read garbage. The output structures are
 this module's own transcriptions of ``nvml.h``, not ``pynvml``'s, so the test of the fake also
-checks that the two layouts agree. Handles (``nvmlDevice_t``, ``nvmlGpuInstance_t``,
-``nvmlComputeInstance_t``) are distinct non-null values never reused; a handle of a destroyed
-instance, or of the wrong kind, gets ``NVML_ERROR_INVALID_ARGUMENT``.
+checks that the two layouts agree. Handles (``nvmlDevice_t`` of a GPU or of a MIG device,
+``nvmlGpuInstance_t``, ``nvmlComputeInstance_t``) are distinct non-null values never reused; a
+handle of a destroyed instance, or of the wrong kind, gets ``NVML_ERROR_INVALID_ARGUMENT``.
 
 Sources checked
 ---------------
@@ -30,7 +30,15 @@ Sources checked
   ``nvmlGpuInstanceGetComputeInstanceProfileInfo`` call the ``...V`` functions with a v2
   structure whose ``version`` field the structure's ``__init__`` sets) and how they pass arguments.
 * ``nvml.h`` of NVML API 13 (``gen/nvml/nvml.h`` in github.com/NVIDIA/go-nvml): signatures,
-  structure layouts, profile constants and the return codes each function documents.
+  structure layouts, profile constants and the return codes each function documents; for MIG
+  devices, that a MIG device handle is an ``nvmlDevice_t`` mapping to one compute instance, that
+  ``nvmlDeviceGetMaxMigDeviceCount`` "Returns zero if MIG is not supported or enabled", and that
+  a MIG device handle is invalid once its compute instance is destroyed.
+* go-nvml issue #60 (an NVIDIA maintainer, quoting ``nvml.h``): ``nvmlDeviceGetMaxMigDeviceCount``
+  is the number of *possible* MIG devices (0 with MIG off); the existing ones are found by trying
+  every index below it with ``nvmlDeviceGetMigDeviceHandleByIndex``, the indices that succeed
+  being MIG devices. Issue #57: a MIG device's UUID is ``MIG-<uuid>``; a MIG device is named by
+  (GPU, GI id, CI id), as in the legacy ``MIG-GPU-<uuid>/<gi>/<ci>``.
 * go-nvml's A100 mock (``pkg/nvml/mock/gpus/a100.go``): the compute-instance profiles each size of
   GPU instance offers (:data:`CI_PROFILES_OFFERED`) and their instance counts.
 * NVIDIA's MIG user guide and recorded ``nvidia-smi`` outputs: ``-C`` creates the default compute
@@ -79,6 +87,26 @@ Behaviour and assumptions
   catalog's GB times 1024) and ``name`` (``MIG 3g.20gb``, ``MIG 1c.3g.20gb``); SM and engine
   counts are 0. A ``...V`` call whose structure ``version`` is not v2 is
   ``NVML_ERROR_INVALID_ARGUMENT`` (``nvml.h``: "info->version ... invalid").
+* MIG devices: one per compute instance, derived from the compute instances (the JSON state has
+  none of its own). ``nvmlDeviceGetMaxMigDeviceCount`` is the model's compute slices (7 on an
+  A100 or H100), 0 with MIG mode off as ``nvml.h`` says. ``nvmlDeviceGetMigDeviceHandleByIndex``
+  numbers the existing MIG devices 0, 1, ... densely in order of (GI id, CI id), an assumption:
+  ``nvml.h`` does not say how indices are assigned, so callers and tests should find a MIG
+  device by its GI and CI ids, trying every index, not at a fixed index. An index at or past the
+  maximum is ``NVML_ERROR_INVALID_ARGUMENT``, one below it with no MIG device
+  ``NVML_ERROR_NOT_FOUND``, MIG mode off ``NVML_ERROR_NOT_SUPPORTED``. A MIG device's UUID is
+  ``MIG-`` and a name-based (version 5) UUID of ``MIG-<GPU uuid>/<GI id>/<CI id>``
+  (:meth:`FakeNvml.mig_uuid`), the fake's own choice: ``nvml.h`` does not say how a driver makes
+  it. Each compute instance has its MIG device handle from creation; destroying the compute
+  instance invalidates it. A MIG device handle works with ``nvmlDeviceGetUUID``,
+  ``nvmlDeviceIsMigDeviceHandle`` (1; 0 for a GPU), ``nvmlDeviceGetGpuInstanceId``,
+  ``nvmlDeviceGetComputeInstanceId`` and ``nvmlDeviceGetDeviceHandleFromMigDeviceHandle``; the
+  last three are ``NVML_ERROR_INVALID_ARGUMENT`` on a GPU's handle (an assumption: ``nvml.h``
+  asks for a "Target MIG device handle" and documents that code for an invalid one). Every other
+  function that takes an ``nvmlDevice_t`` (the GPU-instance functions, ``nvmlDeviceGetName``,
+  ``..GetIndex``, ``..GetMigMode``, ``..GetMaxMigDeviceCount``,
+  ``..GetMigDeviceHandleByIndex``) needs a GPU's handle and returns
+  ``NVML_ERROR_INVALID_ARGUMENT`` for a MIG device's.
 * Every function but ``nvmlInit_v2``, ``nvmlInitWithFlags``, ``nvmlSystemGetNVMLVersion`` and
   ``nvmlErrorString`` returns ``NVML_ERROR_UNINITIALIZED`` outside ``nvmlInit``/``nvmlShutdown``;
   ``nvmlShutdown`` is ``NVML_ERROR_UNINITIALIZED`` before any init, and succeeds after as many
@@ -93,7 +121,7 @@ Set-up and failure injection: :class:`FakeDevice` (pre-existing GPU instances, M
 :meth:`FakeNvml.refuse` (the next calls of a C function return a given code),
 :meth:`FakeNvml.mark_in_use`, :meth:`FakeNvml.set_driver_version`, :meth:`FakeNvml.set_mig_mode`.
 Inspection: :meth:`FakeNvml.gpu_instances`, :meth:`FakeNvml.compute_instances`,
-:meth:`FakeNvml.mig_mode`, the call log :attr:`FakeNvml.calls` and
+:meth:`FakeNvml.mig_mode`, :meth:`FakeNvml.mig_uuid`, the call log :attr:`FakeNvml.calls` and
 :meth:`FakeNvml.mutating_calls` (empty after a dry run).
 
 In process::
@@ -124,6 +152,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -175,6 +204,7 @@ _STATE_FORMAT = "mipopt-fake-nvml"
 _HANDLE_START = 0x4E564D4C0000  # "NVML"; handles only need to be distinct and non-null
 _HANDLE_STEP = 0x100
 _NAME_BUFFER = pynvml.NVML_DEVICE_NAME_V2_BUFFER_SIZE  # char name[] of the v2 profile infos
+_MIG_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "fake-nvml.mipopt")  # for MIG device UUIDs
 
 # nvmlErrorString's text for the codes the fake returns. pynvml only asks for codes missing
 # from its own table (NVMLError._errcode_to_string), such as IN_USE and INSUFFICIENT_RESOURCES;
@@ -431,6 +461,7 @@ class _ComputeInstance:
     profile_id: int
     start: int
     handle: int
+    mig_handle: int  # the nvmlDevice_t of its MIG device
     in_use: bool = False
 
     @property
@@ -476,6 +507,17 @@ class _GpuInstance:
 
 
 @dataclass(eq=False)
+class _MigDevice:
+    """What a MIG device handle refers to: the MIG device of a compute instance."""
+
+    compute_instance: _ComputeInstance
+
+    @property
+    def parent(self) -> _Device:
+        return self.compute_instance.gpu_instance.device
+
+
+@dataclass(eq=False)
 class _Device:
     index: int
     uuid: str
@@ -493,6 +535,17 @@ class _Device:
 
     def profile(self, profile_id: int) -> Profile | None:
         return next((p for p in self.model.profiles if p.id == profile_id), None)
+
+    @property
+    def max_mig_devices(self) -> int:
+        """``nvmlDeviceGetMaxMigDeviceCount``: one MIG device per compute slice at most; 0 MIG off."""
+        return self.model.compute_slices if self.mig_current else 0
+
+    @property
+    def mig_devices(self) -> list[_ComputeInstance]:
+        """The compute instances, whose MIG devices have indices 0, 1, ... in this order."""
+        cis = [ci for gi in self.gpu_instances for ci in gi.compute_instances]
+        return sorted(cis, key=lambda ci: (ci.gpu_instance.id, ci.id))
 
 
 @dataclass
@@ -566,7 +619,7 @@ class FakeNvml:
         self.errors: list[str] = []
         self._refusals: list[_Refusal] = []
         self._handles = itertools.count(_HANDLE_START, _HANDLE_STEP)
-        self._objects: dict[int, _Device | _GpuInstance | _ComputeInstance] = {}
+        self._objects: dict[int, _Device | _GpuInstance | _ComputeInstance | _MigDevice] = {}
         self._devices: list[_Device] = []
         self._init_count = 0
         self._ever_initialized = False
@@ -676,6 +729,12 @@ class FakeNvml:
         """``(current, pending)`` MIG mode of a device."""
         device = self._device(device_index)
         return device.mig_current, device.mig_pending
+
+    def mig_uuid(self, device_index: int, gi_id: int, ci_id: int = 0) -> str:
+        """The UUID ``nvmlDeviceGetUUID`` gives the MIG device of compute instance ``ci_id`` of GPU
+        instance ``gi_id`` (whether or not it exists now): ``MIG-`` and a UUID that follows from the
+        device's UUID and the two ids."""
+        return _mig_uuid(self._device(device_index).uuid, gi_id, ci_id)
 
     def mutating_calls(self) -> list[str]:
         """The calls (in :attr:`calls`) of functions that change the GPU (:data:`MUTATING_FUNCTIONS`)."""
@@ -787,11 +846,12 @@ class FakeNvml:
     def _add_compute_instance(
         self, gi: _GpuInstance, profile_id: int, start: int, ci_id: int
     ) -> _ComputeInstance:
-        ci = _ComputeInstance(gi, ci_id, profile_id, start, self._new_handle())
+        ci = _ComputeInstance(gi, ci_id, profile_id, start, self._new_handle(), self._new_handle())
         gi.compute_instances.append(ci)
         gi.compute_instances.sort(key=lambda c: c.id)
         gi.next_ci_id = max(gi.next_ci_id, ci_id + 1)
         self._objects[ci.handle] = ci
+        self._objects[ci.mig_handle] = _MigDevice(ci)
         return ci
 
     def _lookup_device(self, handle: int | None) -> _Device | None:
@@ -805,6 +865,10 @@ class FakeNvml:
     def _lookup_compute_instance(self, handle: int | None) -> _ComputeInstance | None:
         found = self._objects.get(handle or 0)
         return found if isinstance(found, _ComputeInstance) else None
+
+    def _lookup_mig_device(self, handle: int | None) -> _MigDevice | None:
+        found = self._objects.get(handle or 0)
+        return found if isinstance(found, _MigDevice) else None
 
     # -- C functions: library and system
 
@@ -857,7 +921,13 @@ class FakeNvml:
     @_c_function("nvmlDeviceGetUUID", _P, _P, _U)
     def _device_get_uuid(self, device: int | None, uuid: int | None, length: int) -> int:
         found = self._lookup_device(device)
-        return _INVALID if found is None else _put_string(uuid, length, found.uuid)
+        if found is not None:
+            return _put_string(uuid, length, found.uuid)
+        mig = self._lookup_mig_device(device)
+        if mig is None:
+            return _INVALID
+        ci = mig.compute_instance
+        return _put_string(uuid, length, _mig_uuid(mig.parent.uuid, ci.gpu_instance.id, ci.id))
 
     @_c_function("nvmlDeviceGetName", _P, _P, _U)
     def _device_get_name(self, device: int | None, name: int | None, length: int) -> int:
@@ -876,6 +946,54 @@ class FakeNvml:
             return _INVALID
         _put(current, ctypes.c_uint, int(found.mig_current))
         return _put(pending, ctypes.c_uint, int(found.mig_pending))
+
+    # -- C functions: MIG devices
+
+    @_c_function("nvmlDeviceGetMaxMigDeviceCount", _P, _P)
+    def _device_get_max_mig_device_count(self, device: int | None, count: int | None) -> int:
+        found = self._lookup_device(device)
+        return _INVALID if found is None else _put(count, ctypes.c_uint, found.max_mig_devices)
+
+    @_c_function("nvmlDeviceGetMigDeviceHandleByIndex", _P, _U, _P)
+    def _device_get_mig_device_handle_by_index(
+        self, device: int | None, index: int, mig_device: int | None
+    ) -> int:
+        found = self._lookup_device(device)
+        if found is None or mig_device is None:
+            return _INVALID
+        if not found.mig_current:
+            return _NOT_SUPPORTED
+        if index >= found.max_mig_devices:
+            return _INVALID
+        existing = found.mig_devices
+        if index >= len(existing):
+            return _NOT_FOUND
+        return _put(mig_device, ctypes.c_void_p, existing[index].mig_handle)
+
+    @_c_function("nvmlDeviceIsMigDeviceHandle", _P, _P)
+    def _device_is_mig_device_handle(self, device: int | None, is_mig_device: int | None) -> int:
+        if self._lookup_device(device) is not None:
+            return _put(is_mig_device, ctypes.c_uint, 0)
+        if self._lookup_mig_device(device) is not None:
+            return _put(is_mig_device, ctypes.c_uint, 1)
+        return _INVALID
+
+    @_c_function("nvmlDeviceGetGpuInstanceId", _P, _P)
+    def _device_get_gpu_instance_id(self, device: int | None, gi_id: int | None) -> int:
+        mig = self._lookup_mig_device(device)
+        return _INVALID if mig is None else _put(gi_id, ctypes.c_uint, mig.compute_instance.gpu_instance.id)
+
+    @_c_function("nvmlDeviceGetComputeInstanceId", _P, _P)
+    def _device_get_compute_instance_id(self, device: int | None, ci_id: int | None) -> int:
+        mig = self._lookup_mig_device(device)
+        return _INVALID if mig is None else _put(ci_id, ctypes.c_uint, mig.compute_instance.id)
+
+    @_c_function("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", _P, _P)
+    def _device_get_device_handle_from_mig_device_handle(
+        self, mig_device: int | None, device: int | None
+    ) -> int:
+        mig = self._lookup_mig_device(mig_device)
+        return _INVALID if mig is None else _put(device, ctypes.c_void_p, mig.parent.handle)
 
     # -- C functions: GPU-instance profiles
 
@@ -1122,7 +1240,7 @@ class FakeNvml:
         if ci.in_use:
             return _IN_USE
         ci.gpu_instance.compute_instances.remove(ci)
-        del self._objects[ci.handle]
+        del self._objects[ci.handle], self._objects[ci.mig_handle]  # its MIG device goes with it
         return _OK
 
     @_c_function("nvmlGpuInstanceGetComputeInstances", _P, _U, _P, _P)
@@ -1180,6 +1298,11 @@ def _put_string(address: int | None, length: int, text: str) -> int:
         return _INSUFFICIENT_SIZE
     ctypes.memmove(address, data, len(data))
     return _OK
+
+
+def _mig_uuid(device_uuid: str, gi_id: int, ci_id: int) -> str:
+    """``MIG-`` and a version-5 UUID of the legacy MIG device name ``MIG-<GPU uuid>/<gi>/<ci>``."""
+    return f"MIG-{uuid.uuid5(_MIG_UUID_NAMESPACE, f'MIG-{device_uuid}/{gi_id}/{ci_id}')}"
 
 
 def _put_handles(array: int, count: int, handles: list[int]) -> int:

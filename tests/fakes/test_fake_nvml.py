@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,6 @@ from typing import Any
 
 import pynvml
 import pytest
-
 from fakes.fake_nvml import (
     CI_PROFILE_INFO_V2,
     GI_PROFILE_INFO_V2,
@@ -394,6 +394,166 @@ def test_compute_instance_profiles_and_creation(fake: FakeNvml) -> None:
         pynvml.nvmlGpuInstanceGetComputeInstanceById(gi, 5)
     assert _address(pynvml.nvmlGpuInstanceGetComputeInstanceById(gi, 1)) == _address(second)
     assert fake.compute_instances(0, 3) == [(1, 0, 0), (1, 2, 1)]
+
+
+# --- MIG devices
+
+
+def _mig_uuid_of(device: Any, gi_id: int) -> str | None:
+    """The emitted script's loop: the UUID of the MIG device of GPU instance ``gi_id``, or None."""
+    for index in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(device)):
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, index)
+        except pynvml.NVMLError:
+            continue
+        if pynvml.nvmlDeviceGetGpuInstanceId(mig) == gi_id:
+            return pynvml.nvmlDeviceGetUUID(mig)
+    return None
+
+
+def test_mig_uuid_is_deterministic() -> None:
+    fake, again = _two_gpus(), _two_gpus()
+    uuid = fake.mig_uuid(0, 2)
+    assert re.fullmatch(r"MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", uuid)
+    assert uuid == again.mig_uuid(0, 2, 0) == FakeNvml.from_json(fake.to_json()).mig_uuid(0, 2)
+    others = {fake.mig_uuid(0, 2, 1), fake.mig_uuid(0, 3), fake.mig_uuid(1, 2)}
+    assert uuid not in others and len(others) == 3
+    with pytest.raises(KeyError):
+        fake.mig_uuid(2, 2)
+
+
+def test_the_emitted_loop_finds_the_mig_device_of_a_gpu_instance(fake: FakeNvml) -> None:
+    device = pynvml.nvmlDeviceGetHandleByIndex(0)
+    gi = _create(device, P_2G, 0, 2)  # GI 3, before GI 2 in placement order
+    pynvml.nvmlGpuInstanceCreateComputeInstance(gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE)
+    assert pynvml.nvmlDeviceGetMaxMigDeviceCount(device) == 7  # A100: 7 compute slices
+    assert _mig_uuid_of(device, 2) == fake.mig_uuid(0, 2, 0)
+    assert _mig_uuid_of(device, 3) == fake.mig_uuid(0, 3, 0)
+    assert _mig_uuid_of(device, 4) is None
+    # indices 0, 1 in (GI id, CI id) order; the rest up to the maximum have no MIG device
+    first, second = (pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, i) for i in range(2))
+    assert [pynvml.nvmlDeviceGetGpuInstanceId(m) for m in (first, second)] == [2, 3]
+    assert [pynvml.nvmlDeviceGetComputeInstanceId(m) for m in (first, second)] == [0, 0]
+    for index in range(2, 7):
+        with pytest.raises(pynvml.NVMLError_NotFound):
+            pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, index)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):  # past the maximum
+        pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 7)
+    assert pynvml.nvmlDeviceIsMigDeviceHandle(first).value == 1
+    assert pynvml.nvmlDeviceIsMigDeviceHandle(device).value == 0
+    parent = pynvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(second)
+    assert _address(parent) == _address(device)
+    assert _address(pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 0)) == _address(first)
+    assert fake.mutating_calls() == [
+        "nvmlDeviceCreateGpuInstanceWithPlacement",
+        "nvmlGpuInstanceCreateComputeInstance",
+    ]
+
+
+def test_each_compute_instance_is_a_mig_device(fake: FakeNvml) -> None:
+    device = pynvml.nvmlDeviceGetHandleByIndex(0)
+    gi = _create(device, P_4G, 0, 4)  # GI 3
+    for _ in range(2):
+        pynvml.nvmlGpuInstanceCreateComputeInstance(gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE)
+    migs = [pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, i) for i in range(3)]
+    ids = [(pynvml.nvmlDeviceGetGpuInstanceId(m), pynvml.nvmlDeviceGetComputeInstanceId(m)) for m in migs]
+    assert ids == [(2, 0), (3, 0), (3, 1)]
+    assert [pynvml.nvmlDeviceGetUUID(m) for m in migs] == [
+        fake.mig_uuid(0, 2),
+        fake.mig_uuid(0, 3, 0),
+        fake.mig_uuid(0, 3, 1),
+    ]
+
+
+def test_a_destroyed_compute_instance_has_no_mig_device(fake: FakeNvml) -> None:
+    device = pynvml.nvmlDeviceGetHandleByIndex(0)
+    mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 0)
+    assert pynvml.nvmlDeviceGetUUID(mig) == fake.mig_uuid(0, 2)
+    gi = pynvml.nvmlDeviceGetGpuInstanceById(device, 2)
+    (ci,) = _compute_instances(gi, _default_ci_profile(gi, 3))
+    pynvml.nvmlComputeInstanceDestroy(ci)
+    assert _mig_uuid_of(device, 2) is None
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 0)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):  # the old handle is invalid (nvml.h)
+        pynvml.nvmlDeviceGetUUID(mig)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlDeviceGetGpuInstanceId(mig)
+    # a new compute instance is a new MIG device, with a new handle and CI id
+    pynvml.nvmlGpuInstanceCreateComputeInstance(gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE)
+    new = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 0)
+    assert _address(new) != _address(mig)
+    assert _mig_uuid_of(device, 2) == fake.mig_uuid(0, 2, 1) != fake.mig_uuid(0, 2, 0)
+
+
+def test_mig_handles_in_the_wrong_place_are_invalid_argument(fake: FakeNvml) -> None:
+    device = pynvml.nvmlDeviceGetHandleByIndex(0)
+    mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 0)
+    gi = pynvml.nvmlDeviceGetGpuInstanceById(device, 2)
+    (ci,) = _compute_instances(gi, _default_ci_profile(gi, 3))
+    for call in (
+        lambda: pynvml.nvmlDeviceGetGpuInstanceById(mig, 2),
+        lambda: _gpu_instances(mig, P_3G),
+        lambda: _create(mig, P_3G, 0, 4),
+        lambda: pynvml.nvmlDeviceGetGpuInstanceRemainingCapacity(mig, P_3G),
+        lambda: pynvml.nvmlDeviceGetGpuInstanceProfileInfo(mig, pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE),
+        lambda: pynvml.nvmlDeviceGetMaxMigDeviceCount(mig),
+        lambda: pynvml.nvmlDeviceGetMigDeviceHandleByIndex(mig, 0),
+        lambda: pynvml.nvmlDeviceGetMigMode(mig),
+        # a GPU's handle where a MIG device's is needed
+        lambda: pynvml.nvmlDeviceGetGpuInstanceId(device),
+        lambda: pynvml.nvmlDeviceGetComputeInstanceId(device),
+        lambda: pynvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(device),
+        # GPU- and compute-instance handles are not nvmlDevice_t
+        lambda: pynvml.nvmlDeviceIsMigDeviceHandle(gi),
+        lambda: pynvml.nvmlDeviceGetUUID(ci),
+    ):
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            call()
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):  # and the reverse: not a GI handle
+        pynvml.nvmlGpuInstanceGetInfo(mig)
+    assert fake.gpu_instances(0) == [(P_3G, 4, 2, 1)]
+
+
+def test_mig_devices_with_mig_mode_off(fake: FakeNvml) -> None:
+    device = pynvml.nvmlDeviceGetHandleByIndex(1)  # H100, MIG off (pending on)
+    assert pynvml.nvmlDeviceGetMaxMigDeviceCount(device) == 0  # nvml.h: zero if MIG is not enabled
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 0)
+    assert _mig_uuid_of(device, 1) is None
+    fake.set_mig_mode(1, True)
+    assert pynvml.nvmlDeviceGetMaxMigDeviceCount(device) == 7
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        pynvml.nvmlDeviceGetMigDeviceHandleByIndex(device, 0)
+
+
+def test_mig_devices_in_a_subprocess(tmp_path: Path) -> None:
+    script = tmp_path / "find.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import sys
+
+            import pynvml as nvml
+
+            nvml.nvmlInit()
+            handle = nvml.nvmlDeviceGetHandleByUUID(sys.argv[1])
+            for index in range(nvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
+                try:
+                    mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, index)
+                except nvml.NVMLError:
+                    continue
+                if nvml.nvmlDeviceGetGpuInstanceId(mig) == int(sys.argv[2]):
+                    print(nvml.nvmlDeviceGetUUID(mig))
+            nvml.nvmlShutdown()
+            """
+        )
+    )
+    fake = _two_gpus()
+    proc, final = run_script_with_fake(script, ["GPU-aaaa", "2"], fake, cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.splitlines() == [fake.mig_uuid(0, 2)]
+    assert final.calls.count("nvmlDeviceGetMigDeviceHandleByIndex") == 7
 
 
 # --- failure injection
