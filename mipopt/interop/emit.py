@@ -141,33 +141,44 @@ def _layout(tokens: Counter[str]) -> tuple[str, ...]:
 
 
 def _idle_decisions(instance: Instance, plan: Plan) -> dict[int, str | None]:
-    """Idle instance position -> the workload that reuses it (None: destroy it in round 1).
+    """Idle instance position -> the workload that reuses it, or None: destroy it in round 1.
 
-    An idle instance is reused by the final target that lands exactly on it, kept when no
-    target of any round lands on its GPU, and destroyed otherwise (it holds no workload, so
-    that interrupts nobody; a park passing through its GPU may need its slots).
+    An idle instance is reused by the final target that lands exactly on it when no other
+    target of the plan needs its slots; destroyed when a target of any round overlaps it (it
+    holds no workload, so that interrupts nobody); kept otherwise. Idle instances left out
+    are kept. :func:`plan_operations` destroys the kept ones of a GPU too when a state the
+    plan passes through there would break a rule with them (compute slices, instance limits).
     """
-    targets: list[tuple[str, str, int]] = [  # (workload, GPU, start) of every create of the plan
-        (item.workload, item.target[0], item.target[1])
-        for r in plan.rounds
-        for item in (*r.moves, *r.creates)
-    ]
+    targets = [(item.workload, *item.target) for r in plan.rounds for item in (*r.moves, *r.creates)]
     out: dict[int, str | None] = {}
     for k, idle in enumerate(instance.idle):
         profile = idle_profile(instance, idle)
-        here = [(w, s) for w, g, s in targets if g == idle.gpu]
-        if not here:
-            continue  # kept: nothing is created on its GPU
-        users = [w for w, s in here if s == idle.start and _profile(instance, w, idle.gpu) == profile]
         mine = set(range(idle.start, idle.start + profile.memory_slots))
-        others = [
+        overlapping = [
             (w, s)
-            for w, s in here
-            if w not in users[:1] and mine & set(range(s, s + _profile(instance, w, idle.gpu).memory_slots))
+            for w, g, s in targets
+            if g == idle.gpu and mine & set(range(s, s + _profile(instance, w, g).memory_slots))
         ]
-        final_user = users[0] if users and plan.final.get(users[0]) == (idle.gpu, idle.start) else None
-        out[k] = final_user if final_user is not None and not others and len(users) == 1 else None
+        if not overlapping:
+            continue
+        (w, s), *others = overlapping
+        exact = s == idle.start and _profile(instance, w, idle.gpu) == profile
+        out[k] = w if exact and not others and plan.final.get(w) == (idle.gpu, idle.start) else None
     return out
+
+
+def _obeys_rules(instance: Instance, gpu: str, layout: Sequence[str]) -> bool:
+    """Whether the GPU instances ``layout`` (``PROFILE_ID:START``) can exist together on ``gpu``."""
+    model = instance.gpu(gpu).model
+    held = [(model.profile(int(t.split(":")[0])), int(t.split(":")[1])) for t in layout]
+    slots = [slot for p, s in held for slot in range(s, s + p.memory_slots)]
+    counts = Counter(p.name for p, _ in held)
+    return (
+        len(slots) == len(set(slots))
+        and sum(p.compute for p, _ in held) <= model.compute_slices
+        and all(counts[p.name] <= p.max_instances for p, _ in held)
+        and sum(p.media_extension for p, _ in held) <= 1
+    )
 
 
 def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
@@ -187,6 +198,18 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
     >>> [(o.round, o.op, o.workload, o.gpu, o.start) for o in plan_operations(inst, plan)][:2]
     [(1, 'create', 'batch-d', 'h1-g1', 0), (1, 'create', 'infer-e', 'h1-g0', 2)]
     """
+    decisions = _idle_decisions(instance, plan)
+    ops = _operations(instance, plan, decisions)
+    crowded = {o.gpu for o in ops if o.op == "create" and not _obeys_rules(instance, o.gpu, o.after)}
+    if not crowded:
+        return ops
+    for k, idle in enumerate(instance.idle):
+        if idle.gpu in crowded and decisions.get(k) is None:
+            decisions[k] = None  # kept idle instances make room
+    return _operations(instance, plan, decisions)
+
+
+def _operations(instance: Instance, plan: Plan, decisions: dict[int, str | None]) -> tuple[Operation, ...]:
     index = gpu_indices(instance)
     original = {
         w.id: (w.placement.gpu, w.placement.start, w.placement.gpu_instance_id)
@@ -199,7 +222,6 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
         layouts[w.placement.gpu][_token(_profile(instance, w.id, w.placement.gpu), w.placement.start)] += 1
     for idle in instance.idle:
         layouts[idle.gpu][_token(idle_profile(instance, idle), idle.start)] += 1
-    decisions = _idle_decisions(instance, plan)
     reused = {
         (w, instance.idle[k].gpu, instance.idle[k].start): k for k, w in decisions.items() if w is not None
     }

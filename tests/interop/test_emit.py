@@ -250,3 +250,21 @@ def test_an_unknown_form_is_refused() -> None:
         match=r"^form: must be one of nvidia-smi, nvml-python, mig-parted, json, got 'yaml'$",
     ):
         emit(inst, plan, "yaml")
+
+
+def test_idle_instances_are_reused_destroyed_when_in_the_way_and_otherwise_kept() -> None:
+    b = InstanceBuilder("idle")
+    b.add_host("n1", {"g0": "A100-40GB"}, device_indices={"g0": 0})
+    for start, gi in ((0, 7), (1, 8), (2, 9)):
+        b.add_idle("g0", "1g.5gb", start, gpu_instance_id=gi)
+    b.add_workload("one", "1g.5gb")
+    b.add_workload("two", "2g.10gb")
+    inst = b.build()
+    assert mipopt.solve(inst, "ff").placed() == {"one": ("g0", 0), "two": ("g0", 4)}  # ff goes around them
+    ops = plan_operations(inst, mipopt.plan_migration(inst, {"one": ("g0", 0), "two": ("g0", 2)}))
+    assert [(o.op, o.reason, o.workload, o.start, o.gpu_instance_id) for o in ops] == [
+        ("destroy", "idle", "", 2, 9),  # in the way of the 2g.10gb
+        ("reuse", "new", "one", 0, 7),
+        ("create", "new", "two", 2, None),
+    ]  # the 1g.5gb at 1 stays, idle
+    assert ops[-1].after == ("19:0", "19:1", "14:2")

@@ -143,7 +143,7 @@ def test_a_move_between_hosts_destroys_its_source_only_after_the_other_hosts_cre
 def test_the_hook_sees_the_move_and_a_failing_hook_keeps_the_source(tmp_path: Path) -> None:
     inst = handmade()
     script = _script(tmp_path, inst, swap_target())
-    hook = f"echo $MIPOPT_WORKLOAD $MIPOPT_FROM_GPU $MIPOPT_FROM_START $MIPOPT_FROM_GI $MIPOPT_TO_GPU $MIPOPT_TO_START $MIPOPT_TO_GI >> {tmp_path}/hook.log"
+    hook = f"echo $MIPOPT_WORKLOAD $MIPOPT_FROM_GPU $MIPOPT_FROM_START $MIPOPT_FROM_GI $MIPOPT_TO_GPU $MIPOPT_TO_START $MIPOPT_TO_GI $MIPOPT_TO_MIG_UUID >> {tmp_path}/hook.log"
     done, fake = _run(script, _node(inst, "n1"), "--host", "n1", "--apply", "--on-move", hook)
     assert done.returncode == 0, done.stderr
     moves = (tmp_path / "hook.log").read_text().splitlines()
@@ -151,6 +151,7 @@ def test_the_hook_sees_the_move_and_a_failing_hook_keeps_the_source(tmp_path: Pa
     first = moves[0].split()
     assert first[:4] == ["a", "GPU-aaaa", "0", "2"] and first[4:6] == ["GPU-bbbb", "0"]
     assert first[6].isdigit() and int(first[6]) not in (1, 2, 13)  # the park's new GPU instance
+    assert first[7] == fake.mig_uuid(1, int(first[6]))  # its MIG device, as NVML names it
     other = tmp_path / "cross"  # another plan, another journal
     other.mkdir()
     inst, target = cross_host()
