@@ -555,9 +555,10 @@ def solve(
     }
     from mipopt.verifier import explain
 
-    # GPUs of unknown layout hold MIG devices nobody has read: no method sees them
+    # GPUs of unknown layout hold MIG devices nobody has read: no method sees them; idle
+    # instances are free space to every method, reused afterwards where the answer allows
     placeable = instance.placeable()
-    solution = _reuse_idle(placeable, spec.solve(placeable, **given))
+    solution = _reuse_idle(placeable, spec.solve(replace(placeable, idle=()), **given))
     # why each rejected workload is rejected (Solution.rejections)
     return explain(placeable, solution, exact=spec.kind == "exact")
 

@@ -149,7 +149,8 @@ def _idle_decisions(instance: Instance, plan: Plan) -> dict[int, str | None]:
     are kept. :func:`plan_operations` destroys the kept ones of a GPU too when a state the
     plan passes through there would break a rule with them (compute slices, instance limits).
     """
-    targets = [(item.workload, *item.target) for r in plan.rounds for item in (*r.moves, *r.creates)]
+    targets = [(m.workload, *m.target) for r in plan.rounds for m in r.moves]
+    targets += [(c.workload, *c.target) for r in plan.rounds for c in r.creates]
     out: dict[int, str | None] = {}
     for k, idle in enumerate(instance.idle):
         profile = idle_profile(instance, idle)
@@ -502,7 +503,7 @@ def nvml_script(instance: Instance, plan: Plan) -> str:
     ops = plan_operations(instance, plan)
     data = {"title": _title(instance, plan, ops), "operations": [o.to_dict() for o in ops]}
     body = _template("plan_nvml.py")
-    marker = "PLAN = {}  # replaced by mipopt"
+    marker = "PLAN: dict = {}  # replaced by mipopt"
     assert marker in body
     return body.replace(marker, f"PLAN = json.loads({json.dumps(data, indent=1)!r})")
 

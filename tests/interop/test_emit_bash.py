@@ -44,7 +44,14 @@ def test_apply_reaches_the_final_state_and_a_second_run_changes_nothing(tmp_path
     assert layouts(env, inst) == _by_gpu(inst, dict(p.final))
     n1 = [e["argv"] for e in read_state(env, "n1")["log"] if e["mutating"]]
     # the imported id of a is destroyed by id; the park's target looked up at run time
-    assert ["mig", "-i", "GPU-aaaa", "-gi", "2", "-dci"] in n1 and ["mig", "-i", "GPU-aaaa", "-gi", "2", "-dgi"] in n1
+    assert ["mig", "-i", "GPU-aaaa", "-gi", "2", "-dci"] in n1 and [
+        "mig",
+        "-i",
+        "GPU-aaaa",
+        "-gi",
+        "2",
+        "-dgi",
+    ] in n1
     assert done.stdout.splitlines()[-4:] == [
         "done: the plan is applied; state reached:",
         "  n1 GPU GPU-bbbb: [5:0 19:5]",

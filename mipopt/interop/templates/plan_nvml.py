@@ -38,7 +38,7 @@ import socket
 import subprocess
 import sys
 
-PLAN = {}  # replaced by mipopt
+PLAN: dict = {}  # replaced by mipopt
 PHASES = ("drain", "create", "destroy")
 MIN_DRIVER = 470
 
