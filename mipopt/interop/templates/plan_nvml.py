@@ -32,6 +32,7 @@ touches before any change.
 
 import argparse
 import ctypes
+import hashlib
 import json
 import os
 import socket
@@ -207,6 +208,10 @@ class Run:
 
     def check_driver(self):
         nvml = self.gpus.nvml
+        if not hasattr(nvml, "nvmlDeviceCreateGpuInstanceWithPlacement"):
+            raise Stop(
+                "this nvidia-ml-py has no nvmlDeviceCreateGpuInstanceWithPlacement: install 11.470 or newer"
+            )
         version = text(nvml.nvmlSystemGetDriverVersion())
         major = version.split(".")[0]
         if not major.isdigit() or int(major) < MIN_DRIVER:
@@ -314,8 +319,6 @@ class Run:
 
 
 def hash_plan():
-    import hashlib
-
     return hashlib.sha256(json.dumps(PLAN, sort_keys=True).encode()).hexdigest()[:16]
 
 
