@@ -4,7 +4,10 @@ The parsers in :mod:`mipopt.interop.nvidia_smi` say what the text says; this mod
 what an instance takes from it: the GPUs and their models from ``-L``, plain ``nvidia-smi``,
 ``-q`` or ``-q -x``, and the running workloads from ``nvidia-smi mig -lgi``, the one output that
 prints each GPU instance's profile id and start. Starts are never guessed: a GPU whose MIG
-devices are listed without an ``-lgi`` row to place them is refused.
+devices are listed without an ``-lgi`` row to place them is refused, and so are a listing and
+an ``-lgi`` that show different GPU instances. What the files cannot tell is kept as such:
+a GPU that a lone ``-lgi`` implies but does not show is of unknown layout, a GPU instance no
+process uses (plain ``nvidia-smi``'s process table) is idle, and the notes say so.
 
 A GPU whose product is not in the catalog becomes a custom model when the host's
 ``-lgip`` and ``-lgipp`` outputs are given (profiles, ids, counts, placements as printed);
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +27,8 @@ from typing import Any
 
 from mipopt.catalog import GpuModel, get_model, model_from_dict
 from mipopt.errors import InstanceError
-from mipopt.instance import Host, Instance, InstanceBuilder, Workload
+from mipopt.instance import Gpu, Host, Instance, InstanceBuilder, Workload
+from mipopt.interop._names import checked_name
 from mipopt.interop.nvidia_smi import (
     PARSERS,
     GpuInstanceProfileRow,
@@ -37,6 +42,30 @@ from mipopt.interop.nvidia_smi import (
 )
 
 _LGI_NEEDED = "the output of `nvidia-smi mig -lgi` is needed for the starts"
+_DIFFERENT = "the files show different states"
+
+
+@dataclass(frozen=True, slots=True)
+class _Device:
+    """A MIG device a listing shows: its name as printed (``3g.40gb``, ``1c.2g.12gb``, or
+    ``GI 2`` where only the GPU-instance id is printed) and that id where known."""
+
+    name: str
+    gpu_instance_id: int | None
+    where: str  # FILE:LINE
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """Every MIG device one file shows on one GPU (none is a statement too)."""
+
+    where: str  # FILE:LINE of the GPU's line, or of the MIG devices table
+    devices: tuple[_Device, ...]
+
+    def shows(self) -> str:
+        """The devices, in words, for errors: ``none``, ``GI 1, GI 2`` or ``3g.40gb, 1g.10gb``."""
+        named = [d.name if d.gpu_instance_id is None else f"GI {d.gpu_instance_id}" for d in self.devices]
+        return ", ".join(named) or "none"
 
 
 @dataclass
@@ -46,8 +75,22 @@ class _Gpu:
     product: str
     where: str  # FILE:LINE of the line naming the GPU
     uuid: str | None = None
-    devices: list[tuple[str, int | None, str]] = field(default_factory=list)  # name, GI id, where
+    listings: list[_Listing] = field(default_factory=list)
+    mig_off: str | None = None  # "MIG mode Disabled (FILE:LINE)" where a file says so
     model: GpuModel | None = None  # resolved once every file is read
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """Plain nvidia-smi's MIG devices or processes table: every MIG device or process of the
+    GPUs it covers (the output's own GPUs; every GPU of the host for an excerpt without them)."""
+
+    where: str  # FILE:LINE of the table's title
+    gpus: tuple[int, ...] | None  # None: every GPU of the host
+    report: SummaryReport
+
+    def covers(self, index: int) -> bool:
+        return self.gpus is None or index in self.gpus
 
 
 @dataclass
@@ -56,6 +99,8 @@ class _Host:
     rows: list[tuple[GpuInstanceRow, str]] = field(default_factory=list)  # -lgi row, file
     profiles: list[tuple[GpuInstanceProfileRow, str]] = field(default_factory=list)  # -lgip
     placements: list[tuple[ProfilePlacements, str]] = field(default_factory=list)  # -lgipp
+    mig_tables: list[_Table] = field(default_factory=list)
+    process_tables: list[_Table] = field(default_factory=list)
 
 
 def _add_gpu(host: _Host, index: int, product: str, file: str, line: int, uuid: str | None = None) -> _Gpu:
@@ -97,6 +142,10 @@ def _read_file(host: _Host, path: Path) -> None:
         text = path.read_text()
     except OSError as err:
         raise InstanceError(file, f"cannot be read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise InstanceError(
+            file, "expected the text nvidia-smi prints, got bytes that are not UTF-8"
+        ) from None
     form = detect(text, file)
     if form not in PARSERS:
         raise InstanceError(file, f"a {form} file has no GPUs or GPU instances to import")
@@ -105,20 +154,10 @@ def _read_file(host: _Host, path: Path) -> None:
         listed: tuple[ListedGpu, ...] = parsed
         for gpu in listed:
             entry = _add_gpu(host, gpu.index, gpu.product_name, file, gpu.line, gpu.uuid)
-            for dev in gpu.mig_devices:
-                entry.devices.append((dev.name, dev.gpu_instance_id, f"{file}:{dev.line}"))
+            devices = (_Device(d.name, d.gpu_instance_id, f"{file}:{d.line}") for d in gpu.mig_devices)
+            entry.listings.append(_Listing(f"{file}:{gpu.line}", tuple(devices)))
     elif form == "nvidia-smi":
-        summary: SummaryReport = parsed
-        for sgpu in summary.gpus:
-            _add_gpu(host, sgpu.index, sgpu.product_name, file, sgpu.line)
-        for sdev in summary.mig_devices:
-            if sdev.gpu not in host.gpus:
-                raise InstanceError(
-                    f"{file}:{sdev.line}", f"MIG device on GPU {sdev.gpu}, which is not listed"
-                )
-            host.gpus[sdev.gpu].devices.append(
-                (f"GI {sdev.gpu_instance_id}", sdev.gpu_instance_id, f"{file}:{sdev.line}")
-            )
+        _read_summary(host, file, parsed)
     elif form in ("q", "q-x"):
         report: QueryReport = parsed
         # -q prints no GPU index; its GPUs come in index (PCI bus) order, as nvidia-smi numbers them.
@@ -129,10 +168,13 @@ def _read_file(host: _Host, path: Path) -> None:
                     f"{file}:{qgpu.line}", "GPU with neither a product name nor a PCI device id"
                 )
             entry = _add_gpu(host, index, product, file, qgpu.line, qgpu.uuid)
-            for qdev in qgpu.mig_devices:
-                entry.devices.append(
-                    (f"GI {qdev.gpu_instance_id}", qdev.gpu_instance_id, f"{file}:{qdev.line}")
-                )
+            devices = (
+                _Device(f"GI {d.gpu_instance_id}", d.gpu_instance_id, f"{file}:{d.line}")
+                for d in qgpu.mig_devices
+            )
+            entry.listings.append(_Listing(f"{file}:{qgpu.line}", tuple(devices)))
+            if qgpu.mig_mode_current in ("Disabled", "N/A"):
+                entry.mig_off = f"MIG mode {qgpu.mig_mode_current} ({file}:{qgpu.line})"
     elif form == "lgi":
         host.rows.extend((row, file) for row in parsed)
     elif form == "lgip":
@@ -140,6 +182,127 @@ def _read_file(host: _Host, path: Path) -> None:
     elif form == "lgipp":
         host.placements.extend((row, file) for row in parsed)
     # -lci adds nothing: a compute instance runs inside a GPU instance that -lgi lists.
+
+
+def _read_summary(host: _Host, file: str, summary: SummaryReport) -> None:
+    """Plain nvidia-smi: its GPUs, and its MIG devices and processes tables for the checks."""
+    for sgpu in summary.gpus:
+        entry = _add_gpu(host, sgpu.index, sgpu.product_name, file, sgpu.line)
+        if sgpu.mig_mode in ("Disabled", "N/A"):
+            entry.mig_off = f"MIG mode {sgpu.mig_mode} ({file}:{sgpu.line})"
+    own = tuple(g.index for g in summary.gpus) if summary.gpus else None
+    for sdev in summary.mig_devices:
+        if own is not None and sdev.gpu not in own:
+            raise InstanceError(f"{file}:{sdev.line}", f"MIG device on GPU {sdev.gpu}, which is not listed")
+    if summary.mig_table is not None:
+        host.mig_tables.append(_Table(f"{file}:{summary.mig_table}", own, summary))
+    if summary.process_table is not None:
+        host.process_tables.append(_Table(f"{file}:{summary.process_table}", own, summary))
+
+
+def _name_gpus(host_id: str, host: _Host, gpu_model: str | None, notes: list[str]) -> list[int]:
+    """Complete ``host.gpus`` with the GPUs only ``-lgi``, ``-lgip`` or ``-lgipp`` name; return the
+    indices of those whose layout is unknown.
+
+    With a GPU listing (``-L``, ``-q``, plain nvidia-smi) the GPUs are the listed ones, and a GPU
+    no ``-lgi`` row is on is empty as its listing shows it. Without one, ``-lgi`` may have been
+    run on some GPUs only (``-i``): a GPU it shows no instance on, but that ``-lgip``/``-lgipp``
+    name or that lies below the highest index seen (indices run from 0), is of unknown layout,
+    and a GPU above the highest is not seen at all; a note says so.
+    """
+    named = [(r.gpu, f"{file}:{r.line}") for r, file in host.rows]
+    named += [(r.gpu, f"{file}:{r.line}") for r, file in host.profiles]
+    named += [(r.gpu, f"{file}:{r.line}") for r, file in host.placements]
+    if host.gpus:
+        for index, where in named:
+            if index not in host.gpus:
+                raise InstanceError(where, f"GPU {index} is not among the listed GPUs {sorted(host.gpus)}")
+        return []
+    if not named:
+        raise InstanceError(
+            host_id, "no GPUs in its files (-lci lists compute instances only): give -L, -q, -q -x, "
+            "plain nvidia-smi or mig -lgi"
+        )  # fmt: skip
+    if gpu_model is None:
+        raise InstanceError(named[0][1], "no file names the GPU's product; give gpu_model")
+    first: dict[int, str] = {}
+    for index, where in named:
+        first.setdefault(index, where)
+    for index in range(max(first) + 1):
+        host.gpus[index] = _Gpu(gpu_model, first.get(index, first[max(first)]))
+    placed = {r.gpu for r, _ in host.rows}
+    unknown = [index for index in host.gpus if index not in placed]
+    note = f"{host_id}: no file lists its GPUs, so a GPU after GPU {max(first)} is not seen (add the host's nvidia-smi -L)"
+    if unknown:
+        note += (
+            f"; GPU {_indices(unknown)} {'has' if len(unknown) == 1 else 'have'} no -lgi row: layout unknown"
+        )
+    notes.append(note)
+    return unknown
+
+
+def _indices(indices: Sequence[int]) -> str:
+    return ", ".join(map(str, indices))
+
+
+def _check_gi_ids(index: int, rows: Sequence[tuple[GpuInstanceRow, str]]) -> None:
+    """A GPU-instance id is printed once per GPU."""
+    seen: dict[int, str] = {}
+    for row, where in rows:
+        other = seen.setdefault(row.instance_id, where)
+        if other != where:
+            raise InstanceError(where, f"GPU instance {row.instance_id} on GPU {index} is also at {other}")
+
+
+def _check_listing(index: int, listing: _Listing, rows: Sequence[tuple[GpuInstanceRow, str]]) -> None:
+    """A listing and ``-lgi`` show the same GPU instances on GPU ``index``.
+
+    Devices that print their GPU-instance id are matched by id; names only (``-L`` of drivers
+    after R450) by GPU-instance profile, as many devices as instances at least (a GPU instance
+    with several compute instances shows several devices).
+    """
+    if not rows:
+        if listing.devices:
+            d = listing.devices[0]
+            raise InstanceError(
+                d.where, f"MIG device {d.name} on GPU {index} has no known start; {_LGI_NEEDED}"
+            )
+        return
+    lgi = f"the -lgi output ({rows[0][1]}: GPU instances {_indices([r.instance_id for r, _ in rows])})"
+    by_id = {r.instance_id: (r, where) for r, where in rows}
+    names = Counter(r.name for r, _ in rows)
+    for d in listing.devices:
+        if d.gpu_instance_id is not None and d.gpu_instance_id not in by_id:
+            raise InstanceError(
+                d.where, f"GPU instance {d.gpu_instance_id} on GPU {index} is not in {lgi}: {_DIFFERENT}"
+            )
+        if d.gpu_instance_id is None and gpu_instance_profile_name(d.name) not in names:
+            raise InstanceError(d.where, f"MIG device {d.name} on GPU {index} is not in {lgi}: {_DIFFERENT}")
+    ids = {d.gpu_instance_id for d in listing.devices}
+    names_only = None in ids
+    unmatched = Counter(gpu_instance_profile_name(d.name) for d in listing.devices)
+    for row, where in rows:
+        unmatched[row.name] -= 1
+        if (unmatched[row.name] < 0) if names_only else (row.instance_id not in ids):
+            raise InstanceError(
+                where,
+                f"GPU instance {row.instance_id} ({row.name}) on GPU {index} is not among the MIG devices "
+                f"{listing.where} shows ({listing.shows()}): {_DIFFERENT} (a listing printed in a "
+                "container shows only the container's devices)",
+            )
+
+
+def _idle_rows(host: _Host, rows: Mapping[int, Sequence[tuple[GpuInstanceRow, str]]]) -> set[str]:
+    """The ``-lgi`` rows (by ``FILE:LINE``) of GPU instances that no process uses, where a process
+    table covers their GPU: every table that covers it shows no process in the instance."""
+    idle: set[str] = set()
+    for index, gpu_rows in rows.items():
+        tables = [t for t in host.process_tables if t.covers(index)]
+        if not tables:
+            continue
+        used = {p.gpu_instance_id for t in tables for p in t.report.processes if p.gpu == index}
+        idle.update(where for row, where in gpu_rows if row.instance_id not in used)
+    return idle
 
 
 _PROFILE_NAME = re.compile(r"^(\d+)g\.(\d+(?:\.\d+)?)gb")
@@ -232,6 +395,27 @@ def _resolve(host: _Host, index: int, gpu: _Gpu, custom: dict[str, GpuModel]) ->
     return model
 
 
+@dataclass
+class _Sources:
+    """Where each part of the instance being built was read (``FILE:LINE``), by its place in
+    the instance, so that what :class:`~mipopt.instance.Instance` refuses (an illegal start,
+    an overlap, a profile limit) is reported at the line that says it."""
+
+    gpus: list[list[str]] = field(default_factory=list)  # per host, per GPU
+    workloads: list[str] = field(default_factory=list)
+    idle: list[str] = field(default_factory=list)
+
+    def locate(self, err: InstanceError) -> InstanceError:
+        m = re.match(r"^(?:hosts\[(\d+)\]\.gpus\[(\d+)\]|workloads\[(\d+)\]|idle\[(\d+)\])", err.path)
+        if m is None:
+            return err
+        if m[1] is not None:
+            return InstanceError(self.gpus[int(m[1])][int(m[2])], err.rule)
+        return InstanceError(
+            self.workloads[int(m[3])] if m[3] is not None else self.idle[int(m[4])], err.rule
+        )
+
+
 def _build_host(
     builder: InstanceBuilder,
     host_id: str,
@@ -240,42 +424,41 @@ def _build_host(
     cpu: float | None,
     ram_gb: float | None,
     custom: dict[str, GpuModel],
+    sources: _Sources,
 ) -> None:
-    listed = bool(host.gpus)
-    unnamed = [(r.gpu, f"{file}:{r.line}") for r, file in host.rows]
-    unnamed += [(r.gpu, f"{file}:{r.line}") for r, file in host.profiles]
-    unnamed += [(r.gpu, f"{file}:{r.line}") for r, file in host.placements]
-    for index, where in unnamed:
-        if index in host.gpus:
-            continue
-        if listed:
-            raise InstanceError(where, f"GPU {index} is not among the listed GPUs {sorted(host.gpus)}")
-        if gpu_model is None:
-            raise InstanceError(where, "no file names the GPU's product; give gpu_model")
-        host.gpus[index] = _Gpu(gpu_model, where)
-    if not host.gpus:
-        raise InstanceError(
-            host_id, "no GPUs in its files (-lci lists compute instances only): give -L, -q, -q -x, "
-            "plain nvidia-smi or mig -lgi"
-        )  # fmt: skip
+    """Add the host with its GPUs, running workloads, idle instances and notes to ``builder``."""
+    unknown = _name_gpus(host_id, host, gpu_model, builder.notes)
     for index, gpu in host.gpus.items():
         gpu.model = _resolve(host, index, gpu, custom)
-    gi_ids: dict[int, set[int]] = {}
-    for row, _ in host.rows:
-        gi_ids.setdefault(row.gpu, set()).add(row.instance_id)
+    for table in host.mig_tables:
+        file = table.where.rsplit(":", 1)[0]
+        for index, gpu in host.gpus.items():
+            if table.covers(index):
+                devices = tuple(
+                    _Device(f"GI {d.gpu_instance_id}", d.gpu_instance_id, f"{file}:{d.line}")
+                    for d in table.report.mig_devices
+                    if d.gpu == index
+                )
+                gpu.listings.append(_Listing(table.where, devices))
+    rows: dict[int, list[tuple[GpuInstanceRow, str]]] = {}
+    for row, file in host.rows:
+        rows.setdefault(row.gpu, []).append((row, f"{file}:{row.line}"))
     for index, gpu in sorted(host.gpus.items()):
-        for name, gi_id, where in gpu.devices:
-            if index not in gi_ids:
-                raise InstanceError(
-                    where, f"MIG device {name} on GPU {index} has no known start; {_LGI_NEEDED}"
-                )
-            if gi_id is not None and gi_id not in gi_ids[index]:
-                raise InstanceError(
-                    where,
-                    f"GPU instance {gi_id} on GPU {index} is not in the -lgi output "
-                    f"(instances {sorted(gi_ids[index])}): the files show different states",
-                )
+        _check_gi_ids(index, rows.get(index, []))
+        for listing in gpu.listings:
+            _check_listing(index, listing, rows.get(index, []))
+        if gpu.mig_off and index in rows:
+            row, where = rows[index][0]
+            raise InstanceError(
+                where, f"GPU instance {row.instance_id} on GPU {index}, which has {gpu.mig_off}: {_DIFFERENT}"
+            )
+        if gpu.mig_off:
+            builder.notes.append(
+                f"{host_id}: GPU {index} has {gpu.mig_off}: imported empty; enable MIG on it (a GPU "
+                "reset) before a plan creates instances there"
+            )
     gpus = sorted(host.gpus.items())
+    sources.gpus.append([gpu.where for _, gpu in gpus])
     builder.add_host(
         host_id,
         {f"{host_id}-gpu{index}": gpu.model for index, gpu in gpus if gpu.model is not None},
@@ -283,21 +466,33 @@ def _build_host(
         ram_gb=ram_gb,
         device_indices={f"{host_id}-gpu{index}": index for index, _ in gpus},
         uuids={f"{host_id}-gpu{index}": gpu.uuid for index, gpu in gpus if gpu.uuid is not None},
+        unknown_layout=[f"{host_id}-gpu{index}" for index in unknown],
     )
+    idle = _idle_rows(host, rows)
+    idle_named = []
     for row, file in host.rows:
         model = host.gpus[row.gpu].model
         assert model is not None
+        where = f"{file}:{row.line}"
         profile = next((p for p in model.profiles if p.id == row.profile_id), None)
         if profile is None:
-            raise InstanceError(
-                f"{file}:{row.line}", f"profile id {row.profile_id} is not a profile of {model.name}"
-            )
+            raise InstanceError(where, f"profile id {row.profile_id} is not a profile of {model.name}")
         gpu_id = f"{host_id}-gpu{row.gpu}"
-        builder.add_workload(
-            f"{gpu_id}-gi{row.instance_id}",
-            profile.name,
-            placement=(gpu_id, row.start),
-            gpu_instance_id=row.instance_id,
+        if where in idle:
+            sources.idle.append(where)
+            builder.add_idle(gpu_id, profile.name, row.start, row.instance_id)
+            idle_named.append(f"GPU {row.gpu} GI {row.instance_id} ({profile.name})")
+        else:
+            sources.workloads.append(where)
+            builder.add_workload(
+                f"{gpu_id}-gi{row.instance_id}", profile.name, placement=(gpu_id, row.start),
+                gpu_instance_id=row.instance_id,
+            )  # fmt: skip
+    if idle_named:
+        tables = ", ".join(t.where for t in host.process_tables)
+        builder.notes.append(
+            f"{host_id}: {', '.join(idle_named)} imported idle: no process runs in them by {tables} "
+            "(a process table printed in a container shows only the container's processes)"
         )
 
 
@@ -313,8 +508,16 @@ def instance_from_nvidia_smi(
 
     Each file's form is told by :func:`~mipopt.interop.nvidia_smi.detect`. GPUs (index and
     product) come from ``-L``, plain ``nvidia-smi``, ``-q`` or ``-q -x``, their models from the
-    catalog (:func:`mipopt.catalog.get_model`); running workloads from ``nvidia-smi mig -lgi``
-    rows, with the profile that has the printed NVML profile id and the printed start.
+    catalog (:func:`mipopt.catalog.get_model`); GPU instances from ``nvidia-smi mig -lgi`` rows,
+    with the profile that has the printed NVML profile id and the printed start. A GPU instance
+    is a running workload, unless a process table of plain ``nvidia-smi`` covers its GPU and
+    shows no process in it: then it is idle (:class:`~mipopt.instance.IdleInstance`).
+
+    Every listing of MIG devices (``-L``, ``-q``, the MIG devices table of plain ``nvidia-smi``)
+    must show the GPU instances ``-lgi`` shows, and the reverse. A host without a GPU listing
+    has the GPUs ``-lgi``, ``-lgip`` and ``-lgipp`` name, and those below the highest index; a
+    GPU without ``-lgi`` rows among them is of unknown layout. What the import cannot know is
+    said in the instance's notes: such GPUs, GPUs whose MIG mode is not enabled, idle instances.
 
     Parameters
     ----------
@@ -332,15 +535,19 @@ def instance_from_nvidia_smi(
     -------
     Instance
         GPUs ``{host}-gpu{index}`` with their device index (and UUID where printed); workloads
-        ``{host}-gpu{index}-gi{instance_id}``, running, with their GPU-instance id.
+        ``{host}-gpu{index}-gi{instance_id}``, running, with their GPU-instance id; idle
+        instances; notes.
 
     Raises
     ------
     InstanceError
-        With path ``FILE`` or ``FILE:LINE``: unreadable or unparsable text, an unknown product,
-        a profile id the model lacks, an ``-lgi`` GPU index not among the listed GPUs, MIG
-        devices listed without the ``-lgi`` output that gives their starts, files that show
-        different GPU instances; and whatever the built instance breaks (overlaps, illegal starts).
+        With path ``hosts`` for a host id that cannot be a name (one printable line, not
+        starting with ``-``); else ``FILE`` or ``FILE:LINE``: unreadable or unparsable text, a
+        name read that cannot be a name, an unknown product, a profile id the model lacks, an
+        ``-lgi`` GPU index not among the listed GPUs, MIG devices listed without the ``-lgi``
+        output that gives their starts, files that show different GPU instances, a GPU-instance
+        id or UUID printed twice; and what the built instance breaks (illegal starts, overlaps),
+        at the line of the ``-lgi`` row or GPU concerned.
 
     Examples
     --------
@@ -358,9 +565,15 @@ def instance_from_nvidia_smi(
     >>> inst = instance_from_nvidia_smi({"n1": [path]}, gpu_model="A100-40GB")
     >>> [(w.id, w.profile, w.placement.gpu, w.placement.start) for w in inst.workloads]
     [('n1-gpu0-gi2', '3g.20gb', 'n1-gpu0', 4)]
+    >>> print(inst.notes[0])
+    n1: no file lists its GPUs, so a GPU after GPU 0 is not seen (add the host's nvidia-smi -L)
     """
+    for host_id in hosts:
+        checked_name(host_id, "host name", "hosts")
     custom: dict[str, GpuModel] = {}
     builder = InstanceBuilder(name, custom_models=[])
+    sources = _Sources()
+    uuids: dict[str, tuple[str, int, str]] = {}  # UUID -> host, index, where
     for host_id, files in hosts.items():
         host = _Host()
         paths = _files(files)
@@ -368,27 +581,45 @@ def instance_from_nvidia_smi(
             raise InstanceError(host_id, "no files given for this host")
         for path in paths:
             _read_file(host, path)
-        _build_host(builder, host_id, host, gpu_model, cpu, ram_gb, custom)
+        for index, gpu in sorted(host.gpus.items()):
+            if gpu.uuid is None:
+                continue
+            other = uuids.setdefault(gpu.uuid, (host_id, index, gpu.where))
+            if other[:2] != (host_id, index):
+                raise InstanceError(
+                    gpu.where, f"UUID {gpu.uuid} is also GPU {other[1]} of host {other[0]} ({other[2]})"
+                )
+        _build_host(builder, host_id, host, gpu_model, cpu, ram_gb, custom, sources)
     builder.custom_models.extend(custom.values())
-    return builder.build()
+    try:
+        return builder.build()
+    except InstanceError as err:
+        raise sources.locate(err) from None
 
 
 def merge_import(base: Instance, imported: Instance) -> tuple[Instance, tuple[str, ...]]:
     """Lay an import over an existing instance; the import is the truth about its hosts.
 
     Hosts of ``base`` that were not imported stay as they are; an imported host replaces the
-    base's host of that id (its GPUs and running workloads as imported; cpu and ram as
-    imported where given, else the base's; the base's weight). A base workload running on
-    an imported host keeps its id and attributes (cpu, ram, weight, pinned) when the import
-    shows an instance of its profile at its GPU and start; one the import does not show is
-    dropped. New requests of ``base`` are kept, so requests added to an imported instance
-    survive the next import.
+    base's host of that id: its GPUs, running workloads and idle instances as imported; cpu
+    and ram as imported where given, else the base's; the base's weight. A GPU of the base's
+    host that the import lacks is kept with an unknown layout (a lone ``-lgi`` does not show
+    a GPU without GPU instances), so nothing is placed there and nothing is dropped unsaid. A
+    base workload running on an imported host keeps its id and attributes (cpu, ram, weight,
+    pinned) when the import shows an instance of its profile at its GPU and start; one the
+    import does not show is dropped. New requests of ``base`` are kept, so requests added to
+    an imported instance survive the next import.
+
+    The merged instance's notes are the base's, less those about an imported host (``HOST:``
+    or ``node HOST:``, which described what the import replaces), then the import's, then
+    this merge's.
 
     Returns
     -------
     tuple of (Instance, tuple of str)
-        The merged instance, and one note per base workload dropped, or kept under its own
-        id where the import names it otherwise.
+        The merged instance, and this merge's own notes: one per base workload dropped or kept
+        under its own id where the import names it otherwise, one per host whose GPUs the
+        import lacks.
 
     Raises
     ------
@@ -398,29 +629,44 @@ def merge_import(base: Instance, imported: Instance) -> tuple[Instance, tuple[st
     """
     notes: list[str] = []
     new_hosts = {h.id: h for h in imported.hosts}
+    replaced = {h.id for h in base.hosts if h.id in new_hosts}
     hosts: list[Host] = []
+    kept_gpus: dict[str, Gpu] = {}
     for h in base.hosts:
         if h.id in new_hosts:
             n = new_hosts.pop(h.id)
+            missing = [g for g in h.gpus if not imported.has_gpu(g)]
+            if missing:
+                notes.append(
+                    f"{h.id}: {', '.join(missing)} not in the import; kept with an unknown layout "
+                    "(import the host's nvidia-smi -L with its -lgi, or remove them)"
+                )
+                kept_gpus.update((g, dataclasses.replace(base.gpu(g), layout_known=False)) for g in missing)
             cpu = h.cpu if n.cpu is None else n.cpu
             ram = h.ram_gb if n.ram_gb is None else n.ram_gb
-            hosts.append(dataclasses.replace(n, cpu=cpu, ram_gb=ram, weight=h.weight))
+            hosts.append(
+                dataclasses.replace(n, gpus=n.gpus + tuple(missing), cpu=cpu, ram_gb=ram, weight=h.weight)
+            )
         else:
             hosts.append(h)
     hosts.extend(new_hosts.values())
-    gpus = {g.id: g for g in base.gpus if g.host not in imported._host}
+    imported_hosts = {h.id for h in imported.hosts}
+    gpus = {g.id: g for g in base.gpus if g.host not in imported_hosts}
     gpus.update((g.id, g) for g in imported.gpus)
+    gpus.update(kept_gpus)
     ordered = [gpus[gid] for h in hosts for gid in h.gpus]
     ordered = [dataclasses.replace(g, index=i) for i, g in enumerate(ordered)]
 
     shown = {_spot(w, imported): w for w in imported.workloads if w.placement is not None}
     kept: list[Workload] = []
     for w in base.workloads:
-        if w.placement is None or base.gpu(w.placement.gpu).host not in imported._host:
+        if w.placement is None or base.gpu(w.placement.gpu).host not in imported_hosts:
             kept.append(w)
             continue
         match = shown.pop(_spot(w, base), None)
-        if match is None:
+        if w.placement.gpu in kept_gpus:
+            notes.append(f"{w.id}: on {w.placement.gpu}, which the import does not show; dropped")
+        elif match is None:
             notes.append(
                 f"{w.id}: not running at {w.placement.gpu} start {w.placement.start} any more; dropped"
             )
@@ -429,14 +675,18 @@ def merge_import(base: Instance, imported: Instance) -> tuple[Instance, tuple[st
             if match.id != w.id:
                 notes.append(f"{w.id}: kept its id; the import calls it {match.id}")
     kept.extend(shown.values())
+    idle = [i for i in base.idle if base.gpu(i.gpu).host not in imported_hosts] + list(imported.idle)
 
     custom = {m.name: m for m in base.custom_models}
     for m in imported.custom_models:
         if custom.setdefault(m.name, m) != m:
             raise InstanceError("custom_gpu_models", f"imported model {m.name!r} differs from the base's")
+    stale = tuple(f"{prefix}{h}: " for h in replaced for prefix in ("", "node "))
+    all_notes = [n for n in base.notes if not n.startswith(stale)] + list(imported.notes) + notes
     merged = Instance(
-        base.name, tuple(hosts), tuple(ordered), tuple(kept), tuple(custom.values()), base.description
-    )
+        base.name, tuple(hosts), tuple(ordered), tuple(kept), tuple(custom.values()), base.description,
+        tuple(idle), tuple(all_notes),
+    )  # fmt: skip
     return merged, tuple(notes)
 
 

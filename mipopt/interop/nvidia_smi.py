@@ -50,7 +50,10 @@ class NvidiaSmiError(InstanceError):
     expected
         What a line there must be.
     got
-        What it is (the line as read, stripped of surrounding blanks, or a description).
+        What it is (the line as read, stripped of surrounding blanks, or a description); shown
+        quoted, control characters escaped, cut when long (:func:`mipopt.interop._names.shown`).
+    rule
+        Instead of ``expected`` and ``got``, the whole rule broken (a name's, say).
 
     Examples
     --------
@@ -570,9 +573,7 @@ def parse_lgipp(text: str, file: str) -> tuple[ProfilePlacements, ...]:
 
 #: A row of ``-lgi`` or ``-lci``: GPU, the GPU-instance id (``-lci`` only), the profile's name and
 #: id, the instance id and the placement ``START:SIZE`` (which ``-lci`` of older drivers lacks).
-_INSTANCE_ROW = re.compile(
-    r"^\|\s+(\d+)\s+(?:(\d+)\s+)?MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+(\d+):(\d+))?\s*\|$"
-)
+_INSTANCE_ROW = re.compile(r"^\|\s+(\d+)\s+(?:(\d+)\s+)?MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+(\d+):(\d+))?\s*\|$")
 _INSTANCE_SHAPE = {
     "lgi": "'| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'",
     "lci": "'| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'",

@@ -488,8 +488,13 @@ def test_decorations_are_skipped() -> None:
         ),
         (
             parse_summary,
-            "| MIG devices: |\n|====|\n|  0    8   0   0  |      6MiB /  9856MiB | 14      0 |  1   0    1    0    1 |\n",
+            "+----+\n",
             "f:1: expected the '| NVIDIA-SMI VERSION ...' banner, got 'no banner in the text'",
+        ),
+        (
+            parse_summary,
+            "| GPU instances: |\n|====|\n|   0  MIG 1g.5gb   19   7   0:1   |\n",
+            "f:1: expected a table of plain nvidia-smi output, got 'GPU instances:'",
         ),
         (
             parse_query,
