@@ -19,9 +19,10 @@ the GPU Operator's MIG pages show both on real nodes):
   ``all-balanced``, ``all-disabled``).
 
 The objects never say which GPU of a node a device plugin gave a pod, nor where on that GPU
-the MIG device starts: running pods with MIG devices are reported as
-:class:`UnknownPlacement`, never placed by guess. Their cpu and memory requests are taken off
-their node's capacity, as the scheduler counts them.
+the MIG device starts: the GPUs of a node with MIG devices are of unknown layout (nothing is
+placed there until the node's ``nvidia-smi mig -lgi`` is merged), and running pods with MIG
+devices are reported as :class:`UnknownPlacement`, never placed by guess. Their cpu and memory
+requests are taken off their node's capacity, as the scheduler counts them.
 
 Units: ``cpu`` in cores (``63500m`` is 63.5); ``ram_gb`` in GiB (2**30 bytes), so that a
 node's ``512Gi`` reads 512.
@@ -41,12 +42,14 @@ from typing import Any
 from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, InstanceBuilder
+from mipopt.interop._names import SHOWN_CHARS, checked_name, shown
 
 _GPU = "nvidia.com/gpu"
 _MIG = "nvidia.com/mig-"
 _PRODUCT = "nvidia.com/gpu.product"
 _COUNT = "nvidia.com/gpu.count"
 _CONFIG = "nvidia.com/mig.config"
+_CONFIG_STATE = "nvidia.com/mig.config.state"
 
 #: Why a running pod's MIG device is not placed.
 UNKNOWN_REASON = (
@@ -142,10 +145,10 @@ def parse_quantity(value: Any, where: str) -> Decimal:
     Decimal('1.5E+3')
     """
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InstanceError(where, f"expected a Kubernetes quantity, got {value!r}")
+        raise InstanceError(where, f"expected a Kubernetes quantity, got {shown(value)}")
     if isinstance(value, int | float):
         if value < 0 or not math.isfinite(value):
-            raise InstanceError(where, f"expected a non-negative quantity, got {value!r}")
+            raise InstanceError(where, f"expected a non-negative quantity, got {shown(value)}")
         return Decimal(str(value))
     text = value.strip().removeprefix("+")
     m = _DIGITS.match(text)
@@ -161,7 +164,7 @@ def parse_quantity(value: Any, where: str) -> Decimal:
         except InvalidOperation:
             pass
     raise InstanceError(
-        where, f"expected a Kubernetes quantity such as '64', '500m', '512Gi' or '1G', got {value!r}"
+        where, f"expected a Kubernetes quantity such as '64', '500m', '512Gi' or '1G', got {shown(value)}"
     )
 
 
@@ -186,7 +189,7 @@ def profile_of_resource(resource: str, where: str) -> str:
     m = _RESOURCE_PROFILE.match(resource.removeprefix(_MIG))
     if not resource.startswith(_MIG) or not m:
         raise InstanceError(
-            where, f"expected a MIG profile resource such as 'nvidia.com/mig-1g.5gb', got {resource!r}"
+            where, f"expected a MIG profile resource such as 'nvidia.com/mig-1g.5gb', got {shown(resource)}"
         )
     return m[1] + (f"+{m[2]}" if m[2] else "") + (m[3] or "")
 
@@ -194,7 +197,9 @@ def profile_of_resource(resource: str, where: str) -> str:
 def _label_profile(text: str, where: str) -> str:
     m = _LABEL_PROFILE.match(text)
     if not m:
-        raise InstanceError(where, f"expected a MIG profile after '-MIG-' such as '1g.5gb', got {text!r}")
+        raise InstanceError(
+            where, f"expected a MIG profile after '-MIG-' such as '1g.5gb', got {shown(text)}"
+        )
     suffix = m[2] or ""
     return m[1] + (suffix if suffix in ("", "-me") else f"+{suffix}")
 
@@ -223,24 +228,27 @@ def _load(path: Path, kind: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]
         got = "an array" if isinstance(data, list) else repr(data)
         raise InstanceError(file, f"expected a JSON object (kubectl get ... -o json), got {got}")
     if data.get("kind") not in (*lists, kind):
-        raise InstanceError(f"{file}: kind", f"expected {kind}, {kind}List or List, got {data.get('kind')!r}")
+        raise InstanceError(
+            f"{file}: kind", f"expected {kind}, {kind}List or List, got {shown(data.get('kind'))}"
+        )
     if data["kind"] == kind:
         return file, [("", data)]
     items = data.get("items")
     if not isinstance(items, list):
-        raise InstanceError(f"{file}: items", f"expected a list of {kind} objects, got {items!r}")
+        raise InstanceError(f"{file}: items", f"expected a list of {kind} objects, got {shown(items)}")
     found = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
-            raise InstanceError(f"{file}: items[{i}]", f"expected a {kind} object, got {item!r}")
+            raise InstanceError(f"{file}: items[{i}]", f"expected a {kind} object, got {shown(item)}")
         if item.get("kind", kind) != kind:
-            raise InstanceError(f"{file}: items[{i}].kind", f"expected {kind}, got {item['kind']!r}")
+            raise InstanceError(f"{file}: items[{i}].kind", f"expected {kind}, got {shown(item['kind'])}")
         found.append((f"items[{i}]", item))
     return file, found
 
 
 def _join(base: str, *keys: str) -> str:
-    return ".".join(k for k in (base, *keys) if k)
+    """A JSON path; a key that is not one short printable line is shown quoted (:func:`shown`)."""
+    return ".".join(k if k.isprintable() and len(k) <= SHOWN_CHARS else shown(k) for k in (base, *keys) if k)
 
 
 def _get(obj: dict[str, Any], file: str, base: str, *keys: str, kind: type = dict, need: bool = True) -> Any:
@@ -255,22 +263,28 @@ def _get(obj: dict[str, Any], file: str, base: str, *keys: str, kind: type = dic
         expected = kind if n == len(keys) - 1 else dict
         if not isinstance(value, expected):
             what = "an object" if expected is dict else "a list" if expected is list else "a string"
-            raise InstanceError(f"{file}: {_join(base, *keys[: n + 1])}", f"expected {what}, got {value!r}")
+            raise InstanceError(
+                f"{file}: {_join(base, *keys[: n + 1])}", f"expected {what}, got {shown(value)}"
+            )
     return value
 
 
 def _count(value: Any, where: str) -> int:
     number = parse_quantity(value, where)
     if number != number.to_integral_value():
-        raise InstanceError(where, f"expected a whole number of devices, got {value!r}")
+        raise InstanceError(where, f"expected a whole number of devices, got {shown(value)}")
     return int(number)
 
 
 def _model(product: str, where: str) -> GpuModel:
+    checked_name(product, "a GPU product", where)
     try:
         return get_model(product)
     except KeyError as err:
-        raise InstanceError(where, str(err.args[0])) from None
+        long = len(product) > SHOWN_CHARS
+        raise InstanceError(
+            where, f"unknown GPU model {shown(product)}" if long else str(err.args[0])
+        ) from None
 
 
 # -- nodes -----------------------------------------------------------------------------------
@@ -278,7 +292,13 @@ def _model(product: str, where: str) -> GpuModel:
 
 @dataclass
 class _Node:
-    """A MIG node as the Node object tells it."""
+    """A MIG node as the Node object tells it.
+
+    ``devices`` counts its MIG devices by profile (the allocatable resources, else GFD's
+    ``nvidia.com/mig-<profile>.count`` labels, or the single strategy's count); ``held`` counts
+    those the bound pods hold. ``layout_known`` is True only where the labels prove the GPUs
+    empty: mig-manager applied ``all-enabled`` and no device is advertised.
+    """
 
     name: str
     model: GpuModel
@@ -286,12 +306,32 @@ class _Node:
     cpu: Decimal | None
     memory: Decimal | None  # bytes
     single_profile: str | None  # the profile of nvidia.com/gpu under the single strategy
+    devices: dict[str, int]
+    layout_known: bool
+    config: str  # the nvidia.com/mig.config label and its state, in words
     used_cpu: Decimal = Decimal(0)
     used_memory: Decimal = Decimal(0)
+    held: int = 0
+
+    def layout_note(self) -> str:
+        """What the import does not know of the node's GPUs, and the command that tells it."""
+        if self.devices:
+            listed = ", ".join(f"{n} {p}" for p, n in sorted(self.devices.items()))
+            idle = max(sum(self.devices.values()) - self.held, 0)
+            what = f"MIG devices {listed} ({self.held} held by running pods, {idle} idle)"
+        else:
+            what = f"{self.config} but no MIG device is advertised"
+        return (
+            f"node {self.name}: {self.gpus} GPU(s) of unknown layout: {what}; which GPU and start each "
+            "instance has is not in the Node object, so nothing is placed there until the node's "
+            f"nvidia-smi mig -lgi is merged: mipopt import nvidia-smi --host {self.name} lgi.txt "
+            f"--gpu-model {self.model.name} --merge k8s.json --out cluster.json"
+        )
 
 
 def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _Node | None:
     name = _get(obj, file, base, "metadata", "name", kind=str)
+    checked_name(name, "a node name", f"{file}: {_join(base, 'metadata', 'name')}")
     labels: dict[str, Any] = _get(obj, file, base, "metadata", "labels", need=False) or {}
     allocatable: dict[str, Any] = _get(obj, file, base, "status", "allocatable")
     label_path = _join(base, "metadata", "labels")
@@ -301,11 +341,11 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
         return None
     where = f"{file}: {label_path}.{_PRODUCT}"
     if not isinstance(product, str):
-        raise InstanceError(where, f"expected a string, got {product!r}")
+        raise InstanceError(where, f"expected a string, got {shown(product)}")
     product = product.removesuffix("-SHARED")
     if product.endswith("-MIG-INVALID"):
         notes.append(
-            f"node {name}: {_PRODUCT} is {product!r}, GFD found MIG devices the single strategy "
+            f"node {name}: {_PRODUCT} is {shown(product)}, GFD found MIG devices the single strategy "
             "cannot advertise; skipped"
         )
         return None
@@ -316,8 +356,20 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
         if key.startswith(_MIG)
     }
     devices = {key: _count(value, at) for key, (value, at) in mig.items()}
+    # GFD's per-profile labels: their profile names are as GFD prints them (the docs show
+    # mig-3g.21gb beside the resource mig-3g.20gb), so they count devices but name no profile.
+    counted = {
+        key.removeprefix(_MIG).removesuffix(".count"): _count(value, f"{file}: {_join(label_path, key)}")
+        for key, value in labels.items()
+        if key.startswith(_MIG) and key.endswith(".count")
+    }
     config = labels.get(_CONFIG)
-    if not single and not any(devices.values()) and config in (None, "all-disabled"):
+    if (
+        not single
+        and not any(devices.values())
+        and not any(counted.values())
+        and config in (None, "all-disabled")
+    ):
         why = "mig.config is all-disabled" if config else f"no {_MIG}* resources and no {_CONFIG} label"
         notes.append(f"node {name}: MIG is not enabled ({why}); skipped")
         return None
@@ -327,11 +379,14 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
         raise InstanceError(count_where, "missing (GPU feature discovery writes it on GPU nodes)")
     count = labels[_COUNT]
     if not isinstance(count, str) or not count.isdigit():
-        raise InstanceError(count_where, f"expected a whole number, got {count!r}")
+        raise InstanceError(count_where, f"expected a whole number, got {shown(count)}")
     for key, number in devices.items():
         profile = profile_of_resource(key, mig[key][1])
         if number and model.find(profile) is None:
             raise InstanceError(mig[key][1], f"{profile!r} is not a profile of {model.name}")
+    by_profile = {profile_of_resource(k, ""): n for k, n in devices.items() if n} or {
+        p: n for p, n in counted.items() if n
+    }
     gpus, single_profile = int(count), None
     if single:
         single_profile = _label_profile(single[2], where)
@@ -339,17 +394,15 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
             raise InstanceError(where, f"{single_profile!r} is not a profile of {model.name}")
         per_gpu = model.profile(single_profile).max_instances
         gpus = -(-int(count) // per_gpu)
+        by_profile = {single_profile: int(count)} if int(count) else {}
         if config != f"all-{single_profile}" or int(count) % per_gpu:
             notes.append(
                 f"node {name}: under the MIG single strategy {_COUNT} counts MIG devices ({count} "
                 f"{single_profile}); {gpus} GPU(s) is the fewest that hold them"
             )
-    elif any(devices.values()):
-        listed = ", ".join(f"{n} {profile_of_resource(k, '')}" for k, n in sorted(devices.items()) if n)
-        notes.append(
-            f"node {name}: its MIG devices ({listed}) are not imported as such: "
-            "which GPU and start each has is not in the Node object"
-        )
+    state = labels.get(_CONFIG_STATE)
+    empty = not by_profile and config == "all-enabled" and state == "success"
+    config_words = f"{_CONFIG} is {shown(config)}" + ("" if state is None else f" ({shown(state)})")
     whole = allocatable.get(_GPU)
     whole_count = (
         0 if whole is None else _count(whole, f"{file}: {_join(base, 'status', 'allocatable', _GPU)}")
@@ -367,7 +420,7 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
         )
     else:
         notes.append(f"node {name}: no allocatable memory; its ram is left unlimited")
-    return _Node(name, model, gpus, cpu, ram, single_profile)
+    return _Node(name, model, gpus, cpu, ram, single_profile, by_profile, empty, config_words)
 
 
 # -- pods ------------------------------------------------------------------------------------
@@ -395,7 +448,7 @@ def _containers(obj: dict[str, Any], file: str, base: str, key: str) -> Iterator
     for j, container in enumerate(containers or []):
         at = _join(base, "spec", f"{key}[{j}]")
         if not isinstance(container, dict):
-            raise InstanceError(f"{file}: {at}", f"expected a container object, got {container!r}")
+            raise InstanceError(f"{file}: {at}", f"expected a container object, got {shown(container)}")
         yield at, container
 
 
@@ -412,13 +465,17 @@ def _resources(container: dict[str, Any], file: str, at: str) -> dict[str, tuple
 def _read_pod(file: str, base: str, obj: dict[str, Any]) -> _Pod:
     name = _get(obj, file, base, "metadata", "name", kind=str)
     namespace = _get(obj, file, base, "metadata", "namespace", kind=str)
+    checked_name(namespace, "a namespace", f"{file}: {_join(base, 'metadata', 'namespace')}")
+    checked_name(name, "a pod name", f"{file}: {_join(base, 'metadata', 'name')}")
     phase = _get(obj, file, base, "status", "phase", kind=str)
     if phase not in _PHASES:
         raise InstanceError(
             f"{file}: {_join(base, 'status', 'phase')}",
-            f"expected one of {', '.join(_PHASES)}, got {phase!r}",
+            f"expected one of {', '.join(_PHASES)}, got {shown(phase)}",
         )
     node = _get(obj, file, base, "spec", "nodeName", kind=str, need=False)
+    if node:
+        checked_name(node, "a node name", f"{file}: {_join(base, 'spec', 'nodeName')}")
     pod = _Pod(f"{namespace}/{name}", phase, node or None, Decimal(0), Decimal(0))
     for at, container in _containers(obj, file, base, "containers"):
         resources = _resources(container, file, at)
@@ -466,13 +523,19 @@ def instance_from_kubernetes(
     """An instance from ``kubectl get nodes -o json`` and ``kubectl get pods -A -o json``.
 
     * A node with an ``nvidia.com/gpu.product`` label that shows MIG (``nvidia.com/mig-*``
-      resources, a ``-MIG-<profile>`` product, or an ``nvidia.com/mig.config`` other than
-      ``all-disabled``) becomes host ``{node}`` with GPUs ``{node}-gpu0`` .. of the product's
-      catalog model: ``nvidia.com/gpu.count`` of them under the mixed strategy; under the single
-      strategy, where that label counts MIG devices, the fewest GPUs that hold them (exact when
-      ``nvidia.com/mig.config`` is ``all-<profile>``). Its cpu and ram are ``status.allocatable``
-      less the requests of the pods bound to it that have not ended. Other nodes are skipped with
-      a note.
+      resources or ``nvidia.com/mig-<profile>.count`` labels, a ``-MIG-<profile>`` product, or an
+      ``nvidia.com/mig.config`` other than ``all-disabled``) becomes host ``{node}`` with GPUs
+      ``{node}-gpu0`` .. of the product's catalog model: ``nvidia.com/gpu.count`` of them under
+      the mixed strategy; under the single strategy, where that label counts MIG devices, the
+      fewest GPUs that hold them (exact when ``nvidia.com/mig.config`` is ``all-<profile>``).
+      Its cpu and ram are ``status.allocatable`` less the requests of the pods bound to it that
+      have not ended. Other nodes are skipped with a note.
+    * The GPUs of a MIG node are of unknown layout (:attr:`mipopt.instance.Gpu.layout_known`),
+      so that no method places anything there, unless the labels prove them empty
+      (``nvidia.com/mig.config`` ``all-enabled`` applied with ``mig.config.state`` ``success``, and
+      no device advertised): no object says which GPU and start a MIG device has. A note per
+      such node says how many devices of which profiles it has, how many the pods hold (the
+      others are idle), and the command that merges the node's ``nvidia-smi mig -lgi``.
     * A pod in phase ``Pending`` without ``spec.nodeName`` becomes one new workload per MIG
       device it asks for: ``{namespace}/{name}``, or ``{namespace}/{name}#k`` (k from 1) when it
       asks for several; the first carries the pod's cpu and memory requests (the larger of the
@@ -483,6 +546,11 @@ def instance_from_kubernetes(
     * A pod bound to a node and not ended holds its MIG devices there: reported in
       :attr:`KubernetesImport.unknown`, since no object says on which GPU or at which start.
     * ``Succeeded`` and ``Failed`` pods are ignored; other pods are left out with a note.
+    * Names must be names (:func:`mipopt._fields.name_problem`): node names, namespaces, pod
+      names and the ``nvidia.com/gpu.product`` values read are one printable line each, not
+      starting with ``-``.
+
+    The instance's notes are :attr:`KubernetesImport.notes` and a line per running pod's devices.
 
     Parameters
     ----------
@@ -518,6 +586,8 @@ def instance_from_kubernetes(
     [('n1-gpu0', 'A100-40GB'), ('n1-gpu1', 'A100-40GB')]
     >>> result.instance.hosts[0].cpu, result.instance.hosts[0].ram_gb
     (63.5, 512.0)
+    >>> result.instance.unknown_layout  # 2 x 3g.20gb somewhere on them
+    ('n1-gpu0', 'n1-gpu1')
     """
     notes: list[str] = []
     nodes_file, node_objects = _load(Path(nodes), "Node")
@@ -534,6 +604,7 @@ def instance_from_kubernetes(
         known[node_name] = base
         if node is not None:
             mig_nodes[node.name] = node
+    node_notes = len(notes)  # the nodes' layout notes go here, once the pods have been counted
     cluster_models = {n.model.name: n.model for n in mig_nodes.values()}
     unknown: list[UnknownPlacement] = []
     new: list[tuple[str, str, float, float, tuple[str, ...] | None]] = []
@@ -567,14 +638,22 @@ def instance_from_kubernetes(
                 notes.append(f"node {node.name}: its pods request more {what} than is allocatable; 0 left")
             free[what] = None if total is None else float(max(total - used, Decimal(0)))
         ram = free["memory"]
+        gpu_ids = [f"{node.name}-gpu{i}" for i in range(node.gpus)]
         builder.add_host(
             node.name,
-            {f"{node.name}-gpu{i}": node.model for i in range(node.gpus)},
+            dict.fromkeys(gpu_ids, node.model),
             cpu=free["cpu"],
             ram_gb=None if ram is None else ram / 2**30,
+            unknown_layout=() if node.layout_known else gpu_ids,
         )
     for workload_id, profile, cpu_, ram_, models in new:
         builder.add_workload(workload_id, profile, cpu=cpu_, ram_gb=ram_, gpu_models=models)
+    notes[node_notes:node_notes] = [n.layout_note() for n in mig_nodes.values() if not n.layout_known]
+    builder.notes.extend(notes)
+    builder.notes.extend(
+        f"pod {u.pod}: holds {u.count} {u.profile} on node {u.node}; which GPU and start is not known"
+        for u in unknown
+    )
     return KubernetesImport(builder.build(), tuple(unknown), tuple(notes))
 
 
@@ -601,11 +680,13 @@ def _bound(
                 where, f"{profile!r} is not a profile of {node.model.name}, the GPUs of node {node.name}"
             )
         unknown.append(UnknownPlacement(pod.id, node.name, profile, count, UNKNOWN_REASON))
+        node.held += count
     if pod.whole:
         if node.single_profile is not None:
             unknown.append(
                 UnknownPlacement(pod.id, node.name, node.single_profile, pod.whole[0], UNKNOWN_REASON)
             )
+            node.held += pod.whole[0]
         else:
             notes.append(
                 f"pod {pod.id}: holds {pod.whole[0]} whole GPU(s) ({_GPU}) of node {node.name}; which is not known"

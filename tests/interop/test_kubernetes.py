@@ -116,31 +116,40 @@ def h100_mixed() -> dict[str, Any]:
     """The GPU Operator docs' H100 node under mixed/all-balanced.
 
     Its labels are the whole recorded ``.metadata.labels``; the name is its own
-    ``kubernetes.io/hostname``. The docs print no allocatable for it: the MIG resources are
-    made by hand from its own ``nvidia.com/mig-<profile>.count`` labels.
+    ``kubernetes.io/hostname``. The docs print no allocatable for it: it is left empty, and
+    the MIG devices are known from the ``nvidia.com/mig-<profile>.count`` labels.
     """
     labels = labels_json(H100_MIXED)
-    allocatable = {
-        key.removesuffix(".count"): value
-        for key, value in labels.items()
-        if key.startswith("nvidia.com/mig-") and key.endswith(".count")
-    }
-    return node_object(labels["kubernetes.io/hostname"], labels, allocatable)
+    return node_object(labels["kubernetes.io/hostname"], labels, {})
 
 
-def test_h100_mixed_all_balanced_is_one_h100_with_its_devices_noted(tmp_path: Path) -> None:
+def layout_note(node: str, gpus: int, what: str, model: str) -> str:
+    """The note on a node whose GPUs hold MIG devices at places no object tells."""
+    return (
+        f"node {node}: {gpus} GPU(s) of unknown layout: {what}; which GPU and start each instance has "
+        "is not in the Node object, so nothing is placed there until the node's nvidia-smi mig -lgi is "
+        f"merged: mipopt import nvidia-smi --host {node} lgi.txt --gpu-model {model} --merge k8s.json "
+        "--out cluster.json"
+    )
+
+
+def test_h100_mixed_all_balanced_is_one_h100_of_unknown_layout(tmp_path: Path) -> None:
     result = instance_from_kubernetes(node_list(tmp_path, h100_mixed()))
     assert [(h.id, h.gpus, h.cpu, h.ram_gb) for h in result.instance.hosts] == [
         ("s4124-0073", ("s4124-0073-gpu0",), None, None)
     ]
     assert gpus(result) == [("s4124-0073-gpu0", "s4124-0073", "H100-80GB")]
+    assert result.instance.unknown_layout == ("s4124-0073-gpu0",)
     assert result.instance.workloads == () and result.unknown == ()
     assert result.notes == (
-        "node s4124-0073: its MIG devices (2 1g.10gb, 1 2g.20gb, 1 3g.40gb) are not imported as such: "
-        "which GPU and start each has is not in the Node object",
         "node s4124-0073: no allocatable cpu; its cpu is left unlimited",
         "node s4124-0073: no allocatable memory; its ram is left unlimited",
+        "node s4124-0073: 1 GPU(s) of unknown layout: MIG devices 2 1g.10gb, 1 2g.20gb, 1 3g.40gb (0 held "
+        "by running pods, 4 idle); which GPU and start each instance has is not in the Node object, so "
+        "nothing is placed there until the node's nvidia-smi mig -lgi is merged: mipopt import nvidia-smi "
+        "--host s4124-0073 lgi.txt --gpu-model H100-80GB --merge k8s.json --out cluster.json",
     )
+    assert result.instance.notes == result.notes
 
 
 def test_h100_with_mig_disabled_is_skipped(tmp_path: Path) -> None:
@@ -161,9 +170,13 @@ def test_a100_single_strategy_counts_mig_devices_not_gpus(tmp_path: Path) -> Non
     assert node["status"]["allocatable"] == {"nvidia.com/gpu": "7"}
     result = instance_from_kubernetes(node_list(tmp_path, node))
     assert gpus(result) == [("a100-single-gpu0", "a100-single", "A100-40GB")]
-    assert result.notes[0] == (
+    assert result.instance.unknown_layout == ("a100-single-gpu0",)
+    assert result.notes == (
         "node a100-single: under the MIG single strategy nvidia.com/gpu.count counts MIG devices "
-        "(7 1g.5gb); 1 GPU(s) is the fewest that hold them"
+        "(7 1g.5gb); 1 GPU(s) is the fewest that hold them",
+        "node a100-single: no allocatable cpu; its cpu is left unlimited",
+        "node a100-single: no allocatable memory; its ram is left unlimited",
+        layout_note("a100-single", 1, "MIG devices 7 1g.5gb (0 held by running pods, 7 idle)", "A100-40GB"),
     )
 
 
@@ -174,9 +187,11 @@ def test_a100_mixed_reads_profiles_from_the_resources_not_the_labels(tmp_path: P
     node = node_object("a100-mixed", labels, describe_allocatable("k8s-docs_A100-mixed_describe-node.txt"))
     result = instance_from_kubernetes(node_list(tmp_path, node))
     assert gpus(result) == [("a100-mixed-gpu0", "a100-mixed", "A100-40GB")]
-    assert result.notes[0] == (
-        "node a100-mixed: its MIG devices (1 1g.5gb, 1 2g.10gb, 1 3g.20gb) are not imported as such: "
-        "which GPU and start each has is not in the Node object"
+    assert result.notes[2] == layout_note(
+        "a100-mixed",
+        1,
+        "MIG devices 1 1g.5gb, 1 2g.10gb, 1 3g.20gb (0 held by running pods, 3 idle)",
+        "A100-40GB",
     )
 
 
@@ -210,9 +225,13 @@ def test_openshift_a100_with_the_docs_mixed_pod_pending_and_running(tmp_path: Pa
     assert result.unknown == (
         UnknownPlacement("other/cuda-vectoradd", "myworker", "2g.10gb", 1, UNKNOWN_REASON),
     )
-    assert result.notes[0] == (
-        "node myworker: its MIG devices (3 2g.10gb) are not imported as such: "
-        "which GPU and start each has is not in the Node object"
+    assert result.instance.unknown_layout == ("myworker-gpu0",)
+    assert result.notes[2] == layout_note(
+        "myworker", 1, "MIG devices 3 2g.10gb (1 held by running pods, 2 idle)", "A100-40GB"
+    )
+    assert result.instance.notes == (
+        *result.notes,
+        "pod other/cuda-vectoradd: holds 1 2g.10gb on node myworker; which GPU and start is not known",
     )
 
 
@@ -258,9 +277,13 @@ def test_handmade_cluster() -> None:
         UnknownPlacement("ml/bound", "gpu-a", "1g.5gb", 2, UNKNOWN_REASON),
     )
     assert result.notes == (
-        "node gpu-a: its MIG devices (4 1g.5gb, 2 2g.10gb, 2 3g.20gb) are not imported as such: "
-        "which GPU and start each has is not in the Node object",
         "node cpu-only: no nvidia.com/gpu.product label, not a GPU node; skipped",
+        layout_note(
+            "gpu-a",
+            2,
+            "MIG devices 4 1g.5gb, 2 2g.10gb, 2 3g.20gb (3 held by running pods, 5 idle)",
+            "A100-40GB",
+        ),
         "pod ml/multi: 3 MIG devices become 3 workloads, which mipopt may place on different nodes; "
         "the pod's cpu and memory are on ml/multi#1",
         "pod ml/big: no GPU of the cluster has profile 7g.80gb; kept for the models that do "
@@ -341,7 +364,8 @@ def test_media_extension_profiles_and_shared_products(tmp_path: Path) -> None:
     assert gpus(result) == [("mixed-gpu0", "mixed", "A100-40GB"), ("single-gpu0", "single", "A100-40GB")]
     assert workloads(result) == [("d/me", "1g.5gb+me", 0.0, 0.0, None)]
     assert result.unknown == (UnknownPlacement("d/on-single", "single", "1g.5gb+me", 1, UNKNOWN_REASON),)
-    assert "node single: under the MIG single strategy" in result.notes[1]
+    assert "node single: under the MIG single strategy" in result.notes[0]
+    assert result.instance.unknown_layout == ("mixed-gpu0", "single-gpu0")
 
 
 def test_single_strategy_with_its_mig_config_is_exact(tmp_path: Path) -> None:
@@ -355,28 +379,44 @@ def test_single_strategy_with_its_mig_config_is_exact(tmp_path: Path) -> None:
         node_list(tmp_path, handmade_node("s", labels, allocatable={"nvidia.com/gpu": "14"}))
     )
     assert gpus(result) == [("s-gpu0", "s", "A100-40GB"), ("s-gpu1", "s", "A100-40GB")]
-    assert result.notes == ()
+    assert result.notes == (
+        layout_note("s", 2, "MIG devices 14 1g.5gb (0 held by running pods, 14 idle)", "A100-40GB"),
+    )
     labels["nvidia.com/gpu.count"] = "9"
     result = instance_from_kubernetes(
         node_list(tmp_path, handmade_node("s", labels, allocatable={"nvidia.com/gpu": "9"}))
     )
     assert len(result.instance.gpus) == 2
-    assert result.notes == (
+    assert result.notes[0] == (
         "node s: under the MIG single strategy nvidia.com/gpu.count counts MIG devices (9 1g.5gb); "
-        "2 GPU(s) is the fewest that hold them",
+        "2 GPU(s) is the fewest that hold them"
     )
 
 
 def test_mig_enabled_without_devices_and_invalid_single_strategy(tmp_path: Path) -> None:
-    enabled = {**A100, "nvidia.com/mig.config": "all-enabled"}
+    """Only all-enabled applied with success and no device proves empty GPUs; pending proves nothing."""
+    enabled = {**A100, "nvidia.com/mig.config": "all-enabled", "nvidia.com/mig.config.state": "success"}
+    pending = {**A100, "nvidia.com/mig.config": "all-1g.5gb", "nvidia.com/mig.config.state": "pending"}
     invalid = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID", "nvidia.com/gpu.count": "0"}
     result = instance_from_kubernetes(
-        node_list(tmp_path, handmade_node("empty", enabled), handmade_node("bad", invalid))
+        node_list(
+            tmp_path,
+            handmade_node("empty", enabled),
+            handmade_node("pending", pending),
+            handmade_node("bad", invalid),
+        )
     )
-    assert gpus(result) == [("empty-gpu0", "empty", "A100-40GB")]
+    assert gpus(result) == [("empty-gpu0", "empty", "A100-40GB"), ("pending-gpu0", "pending", "A100-40GB")]
+    assert result.instance.unknown_layout == ("pending-gpu0",)
     assert result.notes == (
         "node bad: nvidia.com/gpu.product is 'NVIDIA-A100-SXM4-40GB-MIG-INVALID', GFD found MIG devices "
         "the single strategy cannot advertise; skipped",
+        layout_note(
+            "pending",
+            1,
+            "nvidia.com/mig.config is 'all-1g.5gb' ('pending') but no MIG device is advertised",
+            "A100-40GB",
+        ),
     )
 
 
@@ -400,10 +440,9 @@ def test_whole_gpus_on_a_mixed_node_and_pods_on_skipped_nodes(tmp_path: Path) ->
     result = instance_from_kubernetes(nodes, pods)
     assert result.unknown == () and result.instance.workloads == ()
     assert result.notes == (
-        "node gpu: its MIG devices (1 7g.40gb) are not imported as such: which GPU and start each has "
-        "is not in the Node object",
         "node gpu: 1 GPU(s) advertised whole as nvidia.com/gpu (MIG disabled on them)",
         "node cpu: no nvidia.com/gpu.product label, not a GPU node; skipped",
+        layout_note("gpu", 2, "MIG devices 1 7g.40gb (0 held by running pods, 1 idle)", "A100-40GB"),
         "pod d/whole: holds 1 whole GPU(s) (nvidia.com/gpu) of node gpu; which is not known",
         "pod d/mig-on-cpu: runs on node cpu, which is not a MIG node; left out",
         "pod d/odd: phase Unknown without a node; left out",
@@ -715,3 +754,75 @@ def test_the_fixtures_are_the_ones_described() -> None:
     """Every fixture file has a row in SOURCES.md, and every row a file."""
     listed = set(re.findall(r"^\| `([^`]+)` \|", (FIXTURES / "SOURCES.md").read_text(), re.M))
     assert listed == {p.name for p in FIXTURES.iterdir() if p.name != "SOURCES.md"}
+
+
+# -- names a shell, a terminal or a YAML reader would misread ---------------------------------
+
+#: A payload, and how the refusal shows it (escaped, never raw).
+PAYLOADS = {
+    "newline": (
+        "x\ntouch pwned",
+        "must be one line of printable characters: 'x\\ntouch pwned' has '\\n' at 1",
+    ),
+    "option": ("-oProxyCommand=sh", "must not start with '-': '-oProxyCommand=sh'"),
+    "ansi": ("\x1b[2Jgpu", "must be one line of printable characters: '\\x1b[2Jgpu' has '\\x1b' at 0"),
+    "bidi": ("gpu\u202e1", "must be one line of printable characters: 'gpu\\u202e1' has '\\u202e' at 3"),
+}
+
+
+def ocp_pods(**changes: str) -> list[dict[str, Any]]:
+    """The OpenShift docs' mixed-strategy pod, pending and running on myworker, with ``changes``
+    (``name``, ``namespace``, ``node``) made to the running one."""
+    pending = pod_object("ocp-docs_cuda-vectoradd-mixed_pod.yaml", "default", "Pending")
+    running = pod_object(
+        "ocp-docs_cuda-vectoradd-mixed_pod.yaml", changes.get("namespace", "other"), "Running",
+        node=changes.get("node", "myworker"),
+    )  # fmt: skip
+    running["metadata"]["name"] = changes.get("name", running["metadata"]["name"])
+    return [pending, running]
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+def test_names_from_recorded_objects_carrying_payloads_are_refused(tmp_path: Path, payload: str) -> None:
+    value, rule = PAYLOADS[payload]
+    node = h100_mixed()
+    node["metadata"]["name"] = value
+    nodes = node_list(tmp_path, node)
+    with pytest.raises(InstanceError) as err:
+        instance_from_kubernetes(nodes)
+    assert str(err.value) == f"{nodes}: items[0].metadata.name: a node name {rule}"
+    nodes = node_list(tmp_path, ocp_a100())
+    for field, path, what in (
+        ("name", "metadata.name", "a pod name"),
+        ("namespace", "metadata.namespace", "a namespace"),
+        ("node", "spec.nodeName", "a node name"),
+    ):
+        pods = pod_list(tmp_path, *ocp_pods(**{field: value}))
+        with pytest.raises(InstanceError) as err:
+            instance_from_kubernetes(nodes, pods)
+        assert str(err.value) == f"{pods}: items[1].{path}: {what} {rule}"
+    node = edited(ocp_a100(), "metadata/labels/nvidia.com~gpu.product", value)
+    nodes = node_list(tmp_path, node)
+    with pytest.raises(InstanceError) as err:
+        instance_from_kubernetes(nodes)
+    assert str(err.value) == f"{nodes}: items[0].metadata.labels.nvidia.com/gpu.product: a GPU product {rule}"
+
+
+def test_keys_and_huge_values_are_shown_escaped_and_cut(tmp_path: Path) -> None:
+    """A resource name with an escape sequence is quoted in the path; a huge product is cut."""
+    node = ocp_a100()
+    node["status"]["allocatable"]["nvidia.com/mig-2g.10gb\x1b[2J"] = "1"
+    nodes = node_list(tmp_path, node)
+    with pytest.raises(InstanceError) as err:
+        instance_from_kubernetes(nodes)
+    assert str(err.value) == (
+        f"{nodes}: items[0].status.allocatable.'nvidia.com/mig-2g.10gb\\x1b[2J': expected a MIG profile "
+        "resource such as 'nvidia.com/mig-1g.5gb', got 'nvidia.com/mig-2g.10gb\\x1b[2J'"
+    )
+    nodes = node_list(tmp_path, edited(ocp_a100(), "metadata/labels/nvidia.com~gpu.product", "A100" * 5000))
+    with pytest.raises(InstanceError) as err:
+        instance_from_kubernetes(nodes)
+    assert str(err.value) == (
+        f"{nodes}: items[0].metadata.labels.nvidia.com/gpu.product: unknown GPU model "
+        f"{repr('A100' * 5000)[:115]}... (20002 chars)"
+    )
