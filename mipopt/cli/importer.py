@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from mipopt._fields import name_problem
 from mipopt.cli.common import EXIT_OK, BadInput, print_json, read_instance, refuse_overwriting
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance
@@ -78,10 +79,23 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the instance JSON")
 
 
+#: The parameters of the importers and the flags that set them.
+_FLAGS = {"gpu_model": "--gpu-model", "name": "--name"}
+
+
+def _flagged(err: InstanceError) -> str:
+    """The library's error, naming the flag where it names a parameter."""
+    if err.path in _FLAGS:
+        return f"{_FLAGS[err.path]}: {err.rule}"
+    return str(err).replace("give gpu_model", "give --gpu-model")
+
+
 def _hosts(args: argparse.Namespace) -> dict[str, list[Path]]:
     hosts: dict[str, list[Path]] = {}
     for entry in args.host:
         name, *files = entry
+        if problem := name_problem(name):
+            raise BadInput(f"--host: a host name {problem}")
         if not files:
             raise BadInput(f"--host: give a name and at least one file, got only {name!r}")
         if name in hosts:
@@ -90,9 +104,13 @@ def _hosts(args: argparse.Namespace) -> dict[str, list[Path]]:
     for d in map(Path, args.dirs):
         if not d.is_dir():
             raise BadInput(f"{d}: not a directory (files go after --host NAME)")
-        if d.resolve().name in hosts:
-            raise BadInput(f"{d}: host {d.resolve().name!r} given twice")
-        hosts[d.resolve().name] = [d]
+        name = d.resolve().name
+        if problem := name_problem(name):
+            path = str(d) if str(d).isprintable() else repr(str(d))
+            raise BadInput(f"{path}: the directory's name is its host's, and a host name {problem}")
+        if name in hosts:
+            raise BadInput(f"{d}: host {name!r} given twice")
+        hosts[name] = [d]
     if not hosts:
         raise BadInput("give a directory per host or --host NAME FILE...")
     return hosts
@@ -110,8 +128,8 @@ def run_nvidia_smi(args: argparse.Namespace) -> int:
             hosts, gpu_model=args.gpu_model, cpu=args.cpu, ram_gb=args.ram_gb, name=args.name
         )
     except InstanceError as err:
-        raise BadInput(str(err).replace("gpu_model", "--gpu-model")) from None
-    return _finish(args, inst, base, ())
+        raise BadInput(_flagged(err)) from None
+    return _finish(args, inst, base)
 
 
 def run_kubernetes(args: argparse.Namespace) -> int:
@@ -123,18 +141,16 @@ def run_kubernetes(args: argparse.Namespace) -> int:
     try:
         result = instance_from_kubernetes(args.nodes, args.pods, name=args.name)
     except InstanceError as err:
-        raise BadInput(str(err)) from None
-    notes = tuple(result.notes) + tuple(
-        f"{u.pod} on {u.node}: {u.count} x {u.profile} running, GPU and start unknown ({u.reason})"
-        for u in result.unknown
-    )
-    return _finish(args, result.instance, base, notes)
+        raise BadInput(_flagged(err)) from None
+    return _finish(args, result.instance, base)
 
 
-def _finish(args: argparse.Namespace, inst: Instance, base: Instance | None, notes: tuple[str, ...]) -> int:
+def _finish(args: argparse.Namespace, inst: Instance, base: Instance | None) -> int:
+    """Merge, write and print the instance; its notes (the import's and the merge's) go to stderr."""
     from mipopt.instance.parse import instance_to_dict
     from mipopt.interop import merge_import
 
+    notes = inst.notes
     if base is not None:
         try:
             inst, merged = merge_import(base, inst)
@@ -157,14 +173,16 @@ def _finish(args: argparse.Namespace, inst: Instance, base: Instance | None, not
 
 
 def import_summary(inst: Instance) -> str:
-    """Hosts, GPUs by model, running instances per GPU, and the models built from -lgip/-lgipp."""
+    """Hosts, GPUs by model, GPU instances per GPU (running, or idle), GPUs of unknown layout,
+    and the models built from -lgip/-lgipp."""
     running = Counter(w.placement.gpu for w in inst.workloads if w.placement is not None)
-    counts = (
+    counts = [
         (len(inst.hosts), "host"),
         (len(inst.gpus), "GPU"),
         (sum(running.values()), "running GPU instance"),
         (len(inst.new), "new request"),
-    )
+    ]
+    counts += [(n, what) for n, what in ((len(inst.idle), "idle GPU instance"),) if n]
     lines = [f"{inst.name}: " + ", ".join(f"{n} {what}{'' if n == 1 else 's'}" for n, what in counts)]
     for h in inst.hosts:
         models = Counter(inst.gpu(g).model.name for g in h.gpus)
@@ -172,13 +190,14 @@ def import_summary(inst: Instance) -> str:
         caps = ", ".join(f"{k} {v:g}" for k, v in (("cpu", h.cpu), ("ram_gb", h.ram_gb)) if v is not None)
         lines.append(f"  {h.id}: {desc}" + (f" ({caps})" if caps else ""))
         for g in h.gpus:
-            placed = sorted(
-                (w.placement.start, str(w.profile))
+            placed = [
+                (w.placement.start, str(w.profile), "")
                 for w in inst.workloads
                 if w.placement is not None and w.placement.gpu == g
-            )
-            shown = " ".join(f"{p}@{s}" for s, p in placed) or "empty"
-            lines.append(f"    {g}: {shown}")
+            ]
+            placed += [(i.start, str(i.profile), " (idle)") for i in inst.idle if i.gpu == g]
+            shown = " ".join(f"{p}@{s}{idle}" for s, p, idle in sorted(placed)) or "empty"
+            lines.append(f"    {g}: {shown if inst.gpu(g).layout_known else 'layout unknown'}")
     for m in inst.custom_models:
         lines.append(f"custom model {m.name}: {m.source_note}")
     return "\n".join(lines)

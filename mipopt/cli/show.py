@@ -1,4 +1,5 @@
-"""``mipopt show``: draw the GPUs of an instance, or of a solution of it, as text or a picture."""
+"""``mipopt show``: draw the GPUs of an instance, or of a solution of it, as text or a picture,
+with what the drawing does not show (GPUs of unknown layout, idle GPU instances, notes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    from mipopt.instance.summary import state_text
     from mipopt.instance.view import gpus_text
     from mipopt.render import placement as render
 
@@ -37,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         print(gpus_text(inst, placed))
     except KeyError as err:
         raise BadInput(f"{args.solution}: {err.args[0]}; run `mipopt verify` for details") from None
+    if state := state_text(inst):
+        print(state)
     if args.png:
         render.png(inst, placed, args.png, title)
         print(f"wrote {args.png}")

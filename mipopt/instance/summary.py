@@ -87,9 +87,44 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
         )
     lines.append("")
     lines.append(gpus_text(inst, sol.placed()))
+    if state := state_text(inst):
+        lines.append(state)
     if sol.rejections:
         lines.append("")
         lines.append(rejections_text(sol.rejections))
+    return "\n".join(lines)
+
+
+def state_text(inst: Instance) -> str:
+    """What the GPUs drawn do not show: the GPUs of unknown layout, the idle GPU instances and
+    the instance's notes (what its import could not know), or ``""``.
+
+    Examples
+    --------
+    >>> from mipopt.instance import InstanceBuilder
+    >>> b = InstanceBuilder("k8s")
+    >>> b.add_host("n1", {"n1-gpu0": "A100-40GB", "n1-gpu1": "A100-40GB"}, unknown_layout=["n1-gpu1"])
+    >>> b.add_idle("n1-gpu0", "3g.20gb", 4, gpu_instance_id=1)
+    >>> b.notes.append("node n1: 7 MIG devices; which GPU and start each has is not known")
+    >>> print(state_text(b.build()))
+    layout unknown, nothing placed there: n1-gpu1
+    idle GPU instances, free to reuse or destroy: n1-gpu0 3g.20gb@4 (GI 1)
+    notes:
+      node n1: 7 MIG devices; which GPU and start each has is not known
+    """
+    lines = []
+    if inst.unknown_layout:
+        lines.append(f"layout unknown, nothing placed there: {', '.join(inst.unknown_layout)}")
+    if inst.idle:
+        idle = (
+            f"{i.gpu} {i.profile}@{i.start}"
+            + ("" if i.gpu_instance_id is None else f" (GI {i.gpu_instance_id})")
+            for i in inst.idle
+        )
+        lines.append(f"idle GPU instances, free to reuse or destroy: {', '.join(idle)}")
+    if inst.notes:
+        lines.append("notes:")
+        lines.extend("  " + note.replace("\n", "\n    ") for note in inst.notes)
     return "\n".join(lines)
 
 

@@ -84,13 +84,15 @@ NO_STATE = {  # refused without a line: the whole file is the reason
         if "mig-parted-config" in name
     },
 }
-#: file -> (models of the GPUs, GPU instances) of the files that import alone.
+#: file -> (models of the GPUs, GPU instances, the line of its MIG mode when Disabled) of the
+#: files that import alone.
 IMPORTED = {
-    "A100-40GB__nvidia-smi__6.txt": (["A100-40GB"], 0),
-    "A100-80GB__q__3.txt": (["A100-80GB"], 0),
-    "H100-80GB__q__1.txt": (["H100-80GB"], 0),
-    "H100-NVL-94GB__q__2.txt": (["H100-94GB"], 0),
+    "A100-40GB__nvidia-smi__6.txt": (["A100-40GB"], 0, None),
+    "A100-80GB__q__3.txt": (["A100-80GB"], 0, 8),
+    "H100-80GB__q__1.txt": (["H100-80GB"], 0, 8),
+    "H100-NVL-94GB__q__2.txt": (["H100-94GB"], 0, 8),
 }
+NO_LISTING = "n1: no file lists its GPUs, so a GPU after GPU 0 is not seen (add the host's nvidia-smi -L)"
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
@@ -113,11 +115,15 @@ def test_each_recorded_file_alone_imports_or_is_refused_with_its_reason(
     out_file = tmp_path / "out.json"
     code, out, err = run(capsys, "import", "nvidia-smi", "--host", "n1", SHARED / name, "--out", out_file)
     if name in IMPORTED:
-        models, running = IMPORTED[name]
-        assert (code, err) == (0, "")
+        models, running, disabled = IMPORTED[name]
+        notes = () if disabled is None else (
+            f"n1: GPU 0 has MIG mode Disabled ({SHARED / name}:{disabled}): imported empty; enable MIG on it "
+            "(a GPU reset) before a plan creates instances there",
+        )  # fmt: skip
+        assert (code, err) == (0, "".join(f"note: {n}\n" for n in notes))
         inst = mipopt.load_instance(out_file)
         assert [g.model.name for g in inst.gpus] == models
-        assert len(inst.workloads) == running
+        assert len(inst.workloads) == running and inst.notes == notes
         return
     assert code == 2 and out == ""
     if name in NO_STATE:
@@ -144,9 +150,9 @@ def test_a_lone_lgi_imports_with_gpu_model(
     code, out, err = run(
         capsys, "import", "nvidia-smi", "--host", "n1", SHARED / name, "--gpu-model", model, "--json"
     )
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"note: {NO_LISTING}\n")
     data = json.loads(out)
-    assert len(data["workloads"]) == running
+    assert len(data["workloads"]) == running and data["notes"] == [NO_LISTING]
     assert all(w["placement"]["gpu_instance_id"] >= 0 for w in data["workloads"])
 
 
@@ -261,7 +267,14 @@ def test_a_hand_made_broken_lgi_names_file_and_line(
     assert err.startswith(f"mipopt: error: {lgi}:6: expected ") and err.count("\n") == 1
 
 
+GUIDE = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
+GUIDE_FILES = [
+    GUIDE / f"mig-user-guide_A100-40GB_{kind}.txt" for kind in ("L", "lgi", "nvidia-smi-created")
+]  # one A100-40GB: 3g.20gb at 4 (GI 1) and at 0 (GI 2), no process
+
+
 def test_kubernetes_then_nvidia_smi_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A MIG node's GPUs are of unknown layout until its nvidia-smi is merged; the notes follow."""
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "kubernetes"
     k8s = tmp_path / "k8s.json"
     code, out, err = run(
@@ -269,10 +282,84 @@ def test_kubernetes_then_nvidia_smi_merge(tmp_path: Path, capsys: pytest.Capture
         "--pods", fixtures / "handmade_pods.json", "--out", k8s,
     )  # fmt: skip
     assert code == 0
-    assert out.splitlines()[0] == "imported: 1 host, 2 GPUs, 0 running GPU instances, 5 new requests"
-    assert "note: ml/serve on gpu-a: 1 x 2g.10gb running, GPU and start unknown" in err
+    assert out.splitlines()[:4] == [
+        "imported: 1 host, 2 GPUs, 0 running GPU instances, 5 new requests",
+        "  gpu-a: 2 x A100-40GB (cpu 54.25, ram_gb 486.877)",
+        "    gpu-a-gpu0: layout unknown",
+        "    gpu-a-gpu1: layout unknown",
+    ]
     inst = mipopt.load_instance(k8s)
-    assert [(h.id, len(h.gpus)) for h in inst.hosts] == [("gpu-a", 2)]
+    assert inst.unknown_layout == ("gpu-a-gpu0", "gpu-a-gpu1")
+    assert err == "".join(f"note: {n}\n" for n in inst.notes)
+    assert inst.notes[1].startswith("node gpu-a: 2 GPU(s) of unknown layout: MIG devices 4 1g.5gb, ")
+    assert inst.notes[-1] == "pod ml/bound: holds 2 1g.5gb on node gpu-a; which GPU and start is not known"
+
+    code, out, _ = run(capsys, "show", k8s)
+    assert code == 0
+    assert out.splitlines()[3:5] == ["layout unknown, nothing placed there: gpu-a-gpu0, gpu-a-gpu1", "notes:"]
+    assert out.splitlines()[5:] == [f"  {n}" for n in inst.notes]
+    code, out, _ = run(capsys, "solve", k8s, "--method", "ff")
+    assert code == 0 and "accepted 0/5" in out
+    assert "layout unknown, nothing placed there: gpu-a-gpu0, gpu-a-gpu1" in out.splitlines()
+
+    cluster = tmp_path / "cluster.json"
+    code, out, err = run(
+        capsys, "import", "nvidia-smi", "--host", "gpu-a", *GUIDE_FILES, "--merge", k8s, "--out", cluster
+    )
+    assert code == 0
+    assert out.splitlines()[:4] == [
+        "imported: 1 host, 2 GPUs, 0 running GPU instances, 5 new requests, 2 idle GPU instances",
+        "  gpu-a: 2 x A100-40GB (cpu 54.25, ram_gb 486.877)",
+        "    gpu-a-gpu0: 3g.20gb@0 (idle) 3g.20gb@4 (idle)",
+        "    gpu-a-gpu1: layout unknown",
+    ]
+    merged = mipopt.load_instance(cluster)
+    import_notes = (
+        "gpu-a: GPU 0 GI 1 (3g.20gb), GPU 0 GI 2 (3g.20gb) imported idle: no process runs in them by "
+        f"{GUIDE_FILES[2]}:14 (a process table printed in a container shows only the container's processes)",
+        "gpu-a: gpu-a-gpu1 not in the import; kept with an unknown layout (import the host's nvidia-smi -L "
+        "with its -lgi, or remove them)",
+    )
+    assert err == "".join(f"note: {n}\n" for n in import_notes)
+    kept = tuple(n for n in inst.notes if not n.startswith("node gpu-a: "))
+    assert merged.notes == kept + import_notes and len(kept) == len(inst.notes) - 1
+    assert merged.unknown_layout == ("gpu-a-gpu1",)
+    assert [(i.gpu, i.start, i.gpu_instance_id) for i in merged.idle] == [
+        ("gpu-a-gpu0", 4, 1),
+        ("gpu-a-gpu0", 0, 2),
+    ]
+    solution = tmp_path / "sol.json"
+    assert run(capsys, "solve", cluster, "--method", "ff", "--out", solution)[0] == 0
+    placed = mipopt.load_solution(solution).placed()
+    assert placed and {gpu for gpu, _ in placed.values()} == {"gpu-a-gpu0"}
+
+
+def test_host_names_carrying_payloads_are_refused_as_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "import", "nvidia-smi", "--host", "x\ntouch pwned", *GUIDE_FILES)
+    assert (code, out) == (2, "")
+    assert err == (
+        "mipopt: error: --host: a host name must be one line of printable characters: 'x\\ntouch pwned' "
+        "has '\\n' at 1\n"
+    )
+    code, out, err = run(capsys, "import", "nvidia-smi", "--host=-oProxyCommand=sh", *GUIDE_FILES)
+    assert (code, out) == (2, "")
+    assert err == "mipopt: error: --host: a host name must not start with '-': '-oProxyCommand=sh'\n"
+    node = tmp_path / "\x1b[2Jnode"
+    node.mkdir()
+    code, out, err = run(capsys, "import", "nvidia-smi", node)
+    assert (code, out) == (2, "") and "\x1b" not in err
+    assert err == (
+        f"mipopt: error: {str(node)!r}: the directory's name is its host's, and a host name must be one line of "
+        "printable characters: '\\x1b[2Jnode' has '\\x1b' at 0\n"
+    )
+
+
+def test_a_bad_instance_name_is_named_as_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "import", "nvidia-smi", "--host", "n1", *GUIDE_FILES, "--name=-x")
+    assert (code, out) == (2, "")
+    assert err == "mipopt: error: --name: must not start with '-': '-x'\n"
 
 
 def test_plan_refuses_to_write_onto_its_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
