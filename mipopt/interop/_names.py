@@ -8,6 +8,8 @@ nor a huge value whole.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mipopt._fields import name_problem
 from mipopt.errors import InstanceError
 
@@ -25,6 +27,16 @@ def shown(value: object) -> str:
     """
     text = repr(value)
     return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 5]}... ({len(text)} chars)"
+
+
+def file_name(path: Path) -> str:
+    """``path`` as errors and notes name it: as is, or quoted with its control characters escaped.
+
+    >>> print(file_name(Path("node1/lgi.txt")), file_name(Path("node1/\\x1b[2J.txt")))
+    node1/lgi.txt 'node1/\\x1b[2J.txt'
+    """
+    text = str(path)
+    return text if text.isprintable() else repr(text)
 
 
 def checked_name(value: str, what: str, where: str) -> str:

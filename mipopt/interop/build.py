@@ -28,7 +28,7 @@ from typing import Any
 from mipopt.catalog import GpuModel, get_model, model_from_dict
 from mipopt.errors import InstanceError
 from mipopt.instance import Gpu, Host, Instance, InstanceBuilder, Workload
-from mipopt.interop._names import checked_name
+from mipopt.interop._names import checked_name, file_name
 from mipopt.interop.nvidia_smi import (
     PARSERS,
     GpuInstanceProfileRow,
@@ -137,7 +137,7 @@ def _files(paths: Sequence[str | Path]) -> list[Path]:
 
 
 def _read_file(host: _Host, path: Path) -> None:
-    file = str(path)
+    file = file_name(path)
     try:
         text = path.read_text()
     except OSError as err:
@@ -658,6 +658,9 @@ def merge_import(base: Instance, imported: Instance) -> tuple[Instance, tuple[st
     ordered = [dataclasses.replace(g, index=i) for i, g in enumerate(ordered)]
 
     shown = {_spot(w, imported): w for w in imported.workloads if w.placement is not None}
+    idle_spots = {
+        (i.gpu, i.start, str(imported.gpu(i.gpu).model.profile(i.profile).name)) for i in imported.idle
+    }
     kept: list[Workload] = []
     for w in base.workloads:
         if w.placement is None or base.gpu(w.placement.gpu).host not in imported_hosts:
@@ -666,6 +669,10 @@ def merge_import(base: Instance, imported: Instance) -> tuple[Instance, tuple[st
         match = shown.pop(_spot(w, base), None)
         if w.placement.gpu in kept_gpus:
             notes.append(f"{w.id}: on {w.placement.gpu}, which the import does not show; dropped")
+        elif match is None and _spot(w, base) in idle_spots:
+            notes.append(
+                f"{w.id}: idle now at {w.placement.gpu} start {w.placement.start}; dropped as a workload"
+            )
         elif match is None:
             notes.append(
                 f"{w.id}: not running at {w.placement.gpu} start {w.placement.start} any more; dropped"

@@ -42,7 +42,7 @@ from typing import Any
 from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.interop._names import SHOWN_CHARS, checked_name, shown
+from mipopt.interop._names import SHOWN_CHARS, checked_name, file_name, shown
 
 _GPU = "nvidia.com/gpu"
 _MIG = "nvidia.com/mig-"
@@ -209,7 +209,7 @@ def _label_profile(text: str, where: str) -> str:
 
 def _load(path: Path, kind: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     """The file's name and its objects of ``kind`` with their JSON paths (``items[3]`` or ``""``)."""
-    file = str(path)
+    file = file_name(path)
     try:
         text = path.read_text()
     except OSError as err:

@@ -16,7 +16,7 @@ import pytest
 import mipopt
 from mipopt.errors import InstanceError
 from mipopt.instance import IdleInstance
-from mipopt.interop import instance_from_nvidia_smi
+from mipopt.interop import instance_from_nvidia_smi, merge_import
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "interop"
 needs_shared = pytest.mark.skipif(
@@ -317,3 +317,37 @@ def test_the_fixtures_are_the_ones_described() -> None:
     """Every nvidia-smi fixture has a row in its SOURCES.md, and every row a file."""
     listed = set(re.findall(r"^\| `([^`]+)` \|", (GUIDE / "SOURCES.md").read_text(), re.M))
     assert listed == {p.name for p in GUIDE.iterdir() if p.name != "SOURCES.md"}
+
+
+def test_a_file_name_with_an_escape_sequence_is_shown_escaped(tmp_path: Path) -> None:
+    node = tmp_path / "node"
+    node.mkdir()
+    listing = node / "\x1b[2JL.txt"
+    listing.write_text(GUIDE_L.read_text())
+    with pytest.raises(InstanceError) as err:
+        instance_from_nvidia_smi({"n1": [node]})
+    assert str(err.value) == (
+        f"{str(listing)!r}:2: MIG device 3g.20gb on GPU 0 has no known start; the output of "
+        "`nvidia-smi mig -lgi` is needed for the starts"
+    )
+
+
+def test_merge_keeps_gpus_the_import_lacks_of_unknown_layout(tmp_path: Path) -> None:
+    """Base: the lone -lgi with GI 2 moved to GPU 2 (GPUs 0-2); import: -L and -lgi (GPU 0 only)."""
+    lgi = _variant(tmp_path, GUIDE_LGI, GI2, GI2.replace("|   0", "|   2"))
+    base = _guide(lgi, gpu_model="A100-40GB")
+    merged, notes = merge_import(base, _guide(GUIDE_L, GUIDE_LGI, CREATED))
+    assert [(g.id, g.layout_known) for g in merged.gpus] == [
+        ("n1-gpu0", True), ("n1-gpu1", False), ("n1-gpu2", False)
+    ]  # fmt: skip
+    assert merged.workloads == () and [i.gpu_instance_id for i in merged.idle] == [1, 2]
+    assert notes == (
+        "n1: n1-gpu1, n1-gpu2 not in the import; kept with an unknown layout (import the host's nvidia-smi "
+        "-L with its -lgi, or remove them)",
+        "n1-gpu0-gi1: idle now at n1-gpu0 start 4; dropped as a workload",
+        "n1-gpu2-gi2: on n1-gpu2, which the import does not show; dropped",
+    )
+    # the base's note about n1 described what the import replaced; the import's own note stays
+    assert merged.notes == (f"n1: GPU 0 GI 1 (3g.20gb), GPU 0 GI 2 (3g.20gb) imported idle: no process runs in "
+        f"them by {CREATED}:14 (a process table printed in a container shows only the container's processes)",
+        *notes)  # fmt: skip
