@@ -371,3 +371,24 @@ def test_plan_refuses_to_write_onto_its_target(tmp_path: Path, capsys: pytest.Ca
     assert (code, out) == (2, "")
     assert err == f"mipopt: error: --emit-file: {target} is an input; write the result to another file\n"
     assert target.read_text() == before
+
+
+def test_a_node_name_carrying_a_payload_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The GPU Operator docs' H100 labels in a Node named with an escape sequence and a newline."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "kubernetes"
+    labels = json.loads((fixtures / "gpu-operator-docs_H100-mixed-all-balanced_labels.json").read_text())
+    nodes = tmp_path / "nodes.json"
+    node = {
+        "kind": "Node",
+        "metadata": {"name": "\x1b[2J\ntouch pwned", "labels": labels},
+        "status": {"allocatable": {}},
+    }
+    nodes.write_text(json.dumps(node))
+    code, out, err = run(capsys, "import", "kubernetes", "--nodes", nodes)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"mipopt: error: {nodes}: metadata.name: a node name must be one line of printable characters: "
+        "'\\x1b[2J\\ntouch pwned' has '\\x1b' at 0\n"
+    )
