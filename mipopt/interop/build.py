@@ -101,6 +101,7 @@ class _Host:
     placements: list[tuple[ProfilePlacements, str]] = field(default_factory=list)  # -lgipp
     mig_tables: list[_Table] = field(default_factory=list)
     process_tables: list[_Table] = field(default_factory=list)
+    attached: list[tuple[str, int, int]] = field(default_factory=list)  # -q: file, printed, attached
 
 
 def _add_gpu(host: _Host, index: int, product: str, file: str, line: int, uuid: str | None = None) -> _Gpu:
@@ -161,6 +162,8 @@ def _read_file(host: _Host, path: Path) -> None:
     elif form in ("q", "q-x"):
         report: QueryReport = parsed
         # -q prints no GPU index; its GPUs come in index (PCI bus) order, as nvidia-smi numbers them.
+        if report.attached_gpus is not None and report.attached_gpus > len(report.gpus):
+            host.attached.append((file, len(report.gpus), report.attached_gpus))
         for index, qgpu in enumerate(report.gpus):
             product = qgpu.product_name or qgpu.pci_device_id
             if product is None:
@@ -428,6 +431,13 @@ def _build_host(
 ) -> None:
     """Add the host with its GPUs, running workloads, idle instances and notes to ``builder``."""
     unknown = _name_gpus(host_id, host, gpu_model, builder.notes)
+    for file, printed, attached in host.attached:
+        if not set(range(attached)) <= set(host.gpus):
+            taken = "GPU 0" if printed == 1 else f"GPUs 0 to {printed - 1}"
+            builder.notes.append(
+                f"{host_id}: {file} prints {printed} of its {attached} attached GPUs: the others are not "
+                f"imported, and the printed are taken as {taken} (wrong for nvidia-smi -q -i N)"
+            )
     for index, gpu in host.gpus.items():
         gpu.model = _resolve(host, index, gpu, custom)
     for table in host.mig_tables:

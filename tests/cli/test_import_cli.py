@@ -84,13 +84,13 @@ NO_STATE = {  # refused without a line: the whole file is the reason
         if "mig-parted-config" in name
     },
 }
-#: file -> (models of the GPUs, GPU instances, the line of its MIG mode when Disabled) of the
-#: files that import alone.
+#: file -> (models of the GPUs, GPU instances, GPUs attached, the line of its MIG mode
+#: Disabled) of the files that import alone: the -q excerpts print one GPU of several.
 IMPORTED = {
-    "A100-40GB__nvidia-smi__6.txt": (["A100-40GB"], 0, None),
-    "A100-80GB__q__3.txt": (["A100-80GB"], 0, 8),
-    "H100-80GB__q__1.txt": (["H100-80GB"], 0, 8),
-    "H100-NVL-94GB__q__2.txt": (["H100-94GB"], 0, 8),
+    "A100-40GB__nvidia-smi__6.txt": (["A100-40GB"], 0, None, None),
+    "A100-80GB__q__3.txt": (["A100-80GB"], 0, 4, 8),
+    "H100-80GB__q__1.txt": (["H100-80GB"], 0, 8, 8),
+    "H100-NVL-94GB__q__2.txt": (["H100-94GB"], 0, 2, 8),
 }
 NO_LISTING = "n1: no file lists its GPUs, so a GPU after GPU 0 is not seen (add the host's nvidia-smi -L)"
 
@@ -115,8 +115,10 @@ def test_each_recorded_file_alone_imports_or_is_refused_with_its_reason(
     out_file = tmp_path / "out.json"
     code, out, err = run(capsys, "import", "nvidia-smi", "--host", "n1", SHARED / name, "--out", out_file)
     if name in IMPORTED:
-        models, running, disabled = IMPORTED[name]
+        models, running, attached, disabled = IMPORTED[name]
         notes = () if disabled is None else (
+            f"n1: {SHARED / name} prints 1 of its {attached} attached GPUs: the others are not imported, and "
+            "the printed are taken as GPU 0 (wrong for nvidia-smi -q -i N)",
             f"n1: GPU 0 has MIG mode Disabled ({SHARED / name}:{disabled}): imported empty; enable MIG on it "
             "(a GPU reset) before a plan creates instances there",
         )  # fmt: skip
