@@ -272,10 +272,10 @@ def _check_listing(index: int, listing: _Listing, rows: Sequence[tuple[GpuInstan
             )
         return
     lgi = f"the -lgi output ({rows[0][1]}: GPU instances {_indices([r.instance_id for r, _ in rows])})"
-    by_id = {r.instance_id: (r, where) for r, where in rows}
+    in_lgi = {r.instance_id for r, _ in rows}
     names = Counter(r.name for r, _ in rows)
     for d in listing.devices:
-        if d.gpu_instance_id is not None and d.gpu_instance_id not in by_id:
+        if d.gpu_instance_id is not None and d.gpu_instance_id not in in_lgi:
             raise InstanceError(
                 d.where, f"GPU instance {d.gpu_instance_id} on GPU {index} is not in {lgi}: {_DIFFERENT}"
             )
