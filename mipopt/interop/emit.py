@@ -2,33 +2,30 @@
 
 A plan's rounds (:mod:`mipopt.migrate.plan`) become :class:`Operation` records addressed the way
 the machines are: host, GPU device index and UUID (where the instance knows them, as an import
-from nvidia-smi does), profile id and placement start, and the GPU-instance id of instances that
-``nvidia-smi mig -lgi`` reported when the state was read. Three forms are written from them:
+from nvidia-smi does), profile id and placement start, the GPU-instance id of instances that
+``nvidia-smi mig -lgi`` reported, and the GPU's instances just before and after the operation.
+Idle GPU instances of the instance are reused (a check, no change) or destroyed in round 1 where
+the plan needs their slots. Three forms are written from them:
 
 ``nvidia-smi`` (:func:`nvidia_smi_script`)
-    A bash script. GPU instances are created at an explicit placement with
-    ``nvidia-smi mig -i GPU -cgi PROFILE_ID:START -C`` (the ``-C`` makes the default compute
-    instance), the form ``nvidia-smi mig -h`` documents as a "profile tuple": a profile name or
-    id and an optional placement specifier, a colon and a placement start index. It needs a
-    driver whose NVML has ``nvmlDeviceCreateGpuInstanceWithPlacement`` (R470 and newer; the
-    R450/R460 drivers cannot place an instance at all). Instances are destroyed by id
-    (``-gi ID -dci``, then ``-gi ID -dgi``); an instance the plan created, or one whose id was
-    not imported, is found at run time by its profile id and start in ``-lgi``. The script
-    first checks that every instance the plan expects is where the plan says, and stops if not.
+    A bash script, run from one machine (other hosts through ``ssh``): GPU instances created at
+    an explicit placement with ``nvidia-smi mig -i GPU -cgi PROFILE_ID:START -C`` (driver R470
+    and newer), destroyed by id (``-gi ID -dci``, then ``-dgi``).
 ``nvml-python`` (:func:`nvml_script`)
-    A Python script over ``nvidia-ml-py`` (``pynvml``) doing the same with
-    ``nvmlDeviceCreateGpuInstanceWithPlacement``; it only prints what it would do unless run
-    with ``--apply``.
+    A Python script over ``nvidia-ml-py`` (``pynvml``), run on each host, doing the same with
+    ``nvmlDeviceCreateGpuInstanceWithPlacement``.
 ``mig-parted`` (:func:`mig_parted_config`)
     The final state as a mig-parted ``version: v1`` config, one named config per host. mig-parted
     creates instances without a placement (the driver picks the starts), so the layout it makes
     may differ from the plan's, and applying a config re-creates every MIG device of each GPU
     whose layout changes.
 
-Both scripts execute the operations in the plan's order: per round, the drains, then every
-creation, then the moves' sources destroyed. With several hosts, the scripts run everything from
-one machine (``ssh`` to each host in the bash script; one NVML process per host, phase by phase,
-for the Python one).
+The two scripts are templates shipped as package data (``templates/plan.sh``,
+``templates/plan_nvml.py``); the plan goes into them as quoted data, never as code. Both are dry
+runs unless given ``--apply``; under it, every operation checks its GPU's live state first (runs,
+skips as done, or stops), every round checks the GPUs it touches before its first change, a
+journal lets the same command resume after a failure, and a move runs the operator's
+``--on-move`` hook between creating its target and destroying its source (``docs/interop.md``).
 """
 
 from __future__ import annotations
