@@ -498,7 +498,7 @@ def nvml_script(instance: Instance, plan: Plan) -> str:
     module, so it can run against a fake.
     """
     ops = plan_operations(instance, plan)
-    data = {"title": _title(instance, plan, ops), "operations": [o.to_dict() for o in ops]}
+    data = {"title": _title(instance, plan, ops), "phases": PHASES, "operations": [o.to_dict() for o in ops]}
     body = _template("plan_nvml.py")
     marker = "PLAN: dict = {}  # replaced by mipopt"
     assert marker in body

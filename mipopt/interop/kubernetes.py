@@ -43,6 +43,7 @@ from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.interop._names import SHOWN_CHARS, checked_name, file_name, shown
+from mipopt.workloads.alibaba import POD_PHASES  # Kubernetes' pod phases, one home
 
 _GPU = "nvidia.com/gpu"
 _MIG = "nvidia.com/mig-"
@@ -440,9 +441,6 @@ class _Pod:
     selector_product: tuple[str, str] | None = None  # nodeSelector nvidia.com/gpu.product, where
 
 
-_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
-
-
 def _containers(obj: dict[str, Any], file: str, base: str, key: str) -> Iterator[tuple[str, dict[str, Any]]]:
     containers = _get(obj, file, base, "spec", key, kind=list, need=key == "containers")
     for j, container in enumerate(containers or []):
@@ -468,10 +466,10 @@ def _read_pod(file: str, base: str, obj: dict[str, Any]) -> _Pod:
     checked_name(namespace, "a namespace", f"{file}: {_join(base, 'metadata', 'namespace')}")
     checked_name(name, "a pod name", f"{file}: {_join(base, 'metadata', 'name')}")
     phase = _get(obj, file, base, "status", "phase", kind=str)
-    if phase not in _PHASES:
+    if phase not in POD_PHASES:
         raise InstanceError(
             f"{file}: {_join(base, 'status', 'phase')}",
-            f"expected one of {', '.join(_PHASES)}, got {shown(phase)}",
+            f"expected one of {', '.join(POD_PHASES)}, got {shown(phase)}",
         )
     node = _get(obj, file, base, "spec", "nodeName", kind=str, need=False)
     if node:

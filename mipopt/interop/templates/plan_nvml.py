@@ -40,7 +40,7 @@ import subprocess
 import sys
 
 PLAN: dict = {}  # replaced by mipopt
-PHASES = ("drain", "create", "destroy")
+PHASES = tuple(PLAN.get("phases", ()))  # drain, create, destroy: mipopt.interop.emit.PHASES
 MIN_DRIVER = 470
 
 
