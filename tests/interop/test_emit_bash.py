@@ -202,7 +202,7 @@ def test_bad_arguments_are_refused_in_one_line(tmp_path: Path, bad: str) -> None
     inst, target = cross_host()
     env = fake_cluster(tmp_path, inst)
     done = _run(tmp_path, nvidia_smi_script(inst, plan(inst, target)), env, *bad.split())
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.strip() in (
         "mipopt plan: unknown argument --bogus (see --help)",
         "mipopt plan: --on-move needs a command",

@@ -31,6 +31,12 @@ die() {
   exit 1
 }
 
+# bad_usage MESSAGE: a bad argument, exit 2 as every mipopt command
+bad_usage() {
+  printf 'mipopt plan: %s\n' "$*" >&2
+  exit 2
+}
+
 APPLY=0
 PAUSE=0
 ON_MOVE=""
@@ -44,12 +50,12 @@ parse_args() {
       --apply) APPLY=1 ;;
       --pause) PAUSE=1 ;;
       --on-move)
-        [[ $# -ge 2 ]] || die "--on-move needs a command"
+        [[ $# -ge 2 ]] || bad_usage "--on-move needs a command"
         ON_MOVE="$2"
         shift
         ;;
       --journal)
-        [[ $# -ge 2 ]] || die "--journal needs a file"
+        [[ $# -ge 2 ]] || bad_usage "--journal needs a file"
         JOURNAL="$2"
         shift
         ;;
@@ -57,7 +63,7 @@ parse_args() {
         sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
-      *) die "unknown argument $(printf %q "$1") (see --help)" ;;
+      *) bad_usage "unknown argument $(printf %q "$1") (see --help)" ;;
     esac
     shift
   done
