@@ -10,7 +10,7 @@ Errors are :class:`mipopt.errors.InstanceError` naming the JSON path.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -199,15 +199,11 @@ class Instance:
         """
         if not self.unknown_layout:
             return self
-        import dataclasses
-
         hosts = tuple(
-            dataclasses.replace(h, gpus=tuple(g for g in h.gpus if self._gpu[g].layout_known))
-            for h in self.hosts
+            replace(h, gpus=tuple(g for g in h.gpus if self._gpu[g].layout_known)) for h in self.hosts
         )
         gpus = [g for g in self.gpus if g.layout_known]
-        gpus = [dataclasses.replace(g, index=i) for i, g in enumerate(gpus)]
-        return dataclasses.replace(self, hosts=hosts, gpus=tuple(gpus))
+        return replace(self, hosts=hosts, gpus=tuple(replace(g, index=i) for i, g in enumerate(gpus)))
 
 
 def _check(inst: Instance) -> None:

@@ -45,7 +45,8 @@ from mipopt.catalog import Profile, products
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance
 from mipopt.migrate.plan import Plan, Spot
-from mipopt.state.idle import idle_profile
+from mipopt.state import Occupancy
+from mipopt.state.idle import idle_fates, idle_profile
 from mipopt.state.occupancy import MOVE_LABELS
 
 __all__ = [
@@ -138,45 +139,34 @@ def _layout(tokens: Counter[str]) -> tuple[str, ...]:
 
 
 def _idle_decisions(instance: Instance, plan: Plan) -> dict[int, str | None]:
-    """Idle instance position -> the workload that reuses it, or None: destroy it in round 1.
+    """Idle instance position -> the workload that reuses it, or None: destroy it in round 1;
+    the ones left out are kept (:func:`mipopt.state.idle.idle_fates` over every instance the
+    plan creates)."""
+    passing = [(m.workload, *m.target) for r in plan.rounds for m in r.moves]
+    passing += [(c.workload, *c.target) for r in plan.rounds for c in r.creates]
+    fates = idle_fates(instance, plan.final, passing)
+    return {k: d.workload for k, d in enumerate(fates) if d.fate != "keep"}
 
-    An idle instance is reused by the final target that lands exactly on it when no other
-    target of the plan needs its slots; destroyed when a target of any round overlaps it (it
-    holds no workload, so that interrupts nobody); kept otherwise. Idle instances left out
-    are kept. :func:`plan_operations` destroys the kept ones of a GPU too when a state the
-    plan passes through there would break a rule with them (compute slices, instance limits).
-    """
-    targets = [(m.workload, *m.target) for r in plan.rounds for m in r.moves]
-    targets += [(c.workload, *c.target) for r in plan.rounds for c in r.creates]
-    out: dict[int, str | None] = {}
-    for k, idle in enumerate(instance.idle):
-        profile = idle_profile(instance, idle)
-        mine = set(range(idle.start, idle.start + profile.memory_slots))
-        overlapping = [
-            (w, s)
-            for w, g, s in targets
-            if g == idle.gpu and mine & set(range(s, s + _profile(instance, w, g).memory_slots))
-        ]
-        if not overlapping:
+
+def _crowded(instance: Instance, ops: Sequence[Operation]) -> set[str]:
+    """The GPUs where a create of ``ops`` breaks a rule beside the idle instances kept there,
+    replayed on an :class:`~mipopt.state.Occupancy` (the placement rules' one home)."""
+    occupancy = Occupancy(instance)
+    held = [(w.placement.gpu, w.profile, w.placement.start) for w in instance.running if w.placement]
+    held += [(i.gpu, i.profile, i.start) for i in instance.idle]
+    for gpu, profile, start in held:
+        model = instance.gpu(gpu).model
+        occupancy.occupy(occupancy.position[gpu], model.profiles.index(model.profile(profile)), start, 0, 0)
+    crowded: set[str] = set()
+    for o in ops:
+        if o.op == "reuse":
             continue
-        (w, s), *others = overlapping
-        exact = s == idle.start and _profile(instance, w, idle.gpu) == profile
-        out[k] = w if exact and not others and plan.final.get(w) == (idle.gpu, idle.start) else None
-    return out
-
-
-def _obeys_rules(instance: Instance, gpu: str, layout: Sequence[str]) -> bool:
-    """Whether the GPU instances ``layout`` (``PROFILE_ID:START``) can exist together on ``gpu``."""
-    model = instance.gpu(gpu).model
-    held = [(model.profile(int(t.split(":")[0])), int(t.split(":")[1])) for t in layout]
-    slots = [slot for p, s in held for slot in range(s, s + p.memory_slots)]
-    counts = Counter(p.name for p, _ in held)
-    return (
-        len(slots) == len(set(slots))
-        and sum(p.compute for p, _ in held) <= model.compute_slices
-        and all(counts[p.name] <= p.max_instances for p, _ in held)
-        and sum(p.media_extension for p, _ in held) <= 1
-    )
+        k = occupancy.position[o.gpu]
+        p = instance.gpu(o.gpu).model.profiles.index(instance.gpu(o.gpu).model.profile(o.profile_id))
+        if o.op == "create" and not occupancy.fits_at(k, p, o.start, 0, 0):
+            crowded.add(o.gpu)
+        occupancy.occupy(k, p, o.start, 0, 0, sign=1 if o.op == "create" else -1)
+    return crowded
 
 
 def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
@@ -198,7 +188,7 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
     """
     decisions = _idle_decisions(instance, plan)
     ops = _operations(instance, plan, decisions)
-    crowded = {o.gpu for o in ops if o.op == "create" and not _obeys_rules(instance, o.gpu, o.after)}
+    crowded = _crowded(instance, ops)
     if not crowded:
         return ops
     for k, idle in enumerate(instance.idle):
@@ -470,8 +460,8 @@ def nvidia_smi_script(instance: Instance, plan: Plan) -> str:
     >>> import mipopt
     >>> inst = mipopt.load_instance("instances/quickstart.json")
     >>> plan = mipopt.plan_migration(inst, mipopt.solve(inst, "ff"))
-    >>> print([l for l in nvidia_smi_script(inst, plan).splitlines() if l.startswith("add_op")][0])
-    add_op 1 create create new batch-d h1 1 5 0 '' '' 5:0 '' '' '' 'create 1g.10gb at start 0 on h1 GPU 1 (batch-d: new request)'
+    >>> print([l for l in nvidia_smi_script(inst, plan).splitlines() if l.startswith("add_op ")][0])
+    add_op 1 create create new batch-d h1 1 5 0 '' '' 5:0 '' '' '' 'create 4g.20gb at start 0 on h1 GPU 1 (batch-d: new request)'
     """
     ops = plan_operations(instance, plan)
     lines = [

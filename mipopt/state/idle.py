@@ -1,27 +1,26 @@
 """Idle GPU instances: the ones a target reuses, must destroy, or may leave alone.
 
 An idle instance (:class:`mipopt.instance.IdleInstance`) exists on a GPU but serves no
-workload: every method sees its slots as free. Against a target placement each idle instance
-is either
+workload: every method sees its slots as free. Against a target placement (and the instances a
+plan creates on the way there, parks among them) each idle instance is either
 
 ``reuse``
-    a workload of its profile lands exactly at its GPU and start: the instance serves it and
-    nothing is created or destroyed there;
+    a workload of its profile lands exactly at its GPU and start in the target, and nothing
+    else needs its slots: the instance serves it and nothing is created or destroyed there;
 ``destroy``
-    the target needs its slots (an overlap) or could not hold it besides its own instances
-    (compute slices, the profile's instance limit, the one media-engine set): destroying it
-    interrupts nobody;
+    something created needs its slots: destroying it interrupts nobody;
 ``keep``
-    the target leaves it alone.
+    nothing touches it.
 
+A plan also destroys the kept ones of a GPU where a state it passes through would break a rule
+beside them (:func:`mipopt.interop.emit.plan_operations`, through :class:`mipopt.state.Occupancy`).
 :func:`reuse_idle` moves new workloads onto idle instances of their profile on the GPU a
 method chose, so that a method's answer reuses what exists wherever it can at no cost.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -56,9 +55,14 @@ def _slots(profile: Profile, start: int) -> set[int]:
     return set(range(start, start + profile.memory_slots))
 
 
-def idle_fates(instance: Instance, final: Mapping[str, tuple[str, int]]) -> tuple[IdleDecision, ...]:
-    """Each idle instance of ``instance``, in order, against the target ``final``
-    (workload id -> (GPU id, start)), as the module docstring says.
+def idle_fates(
+    instance: Instance,
+    final: Mapping[str, tuple[str, int]],
+    passing: Iterable[tuple[str, str, int]] = (),
+) -> tuple[IdleDecision, ...]:
+    """Each idle instance of ``instance``, in order, against the target ``final`` (workload id
+    -> (GPU id, start)) and the instances ``passing`` (workload, GPU id, start) a plan creates
+    on the way, as the module docstring says.
 
     Examples
     --------
@@ -73,38 +77,27 @@ def idle_fates(instance: Instance, final: Mapping[str, tuple[str, int]]) -> tupl
     [(0, 'keep', None), (4, 'reuse', 'w')]
     >>> [d.fate for d in idle_fates(inst, {"w": ("g0", 2)})]  # an illegal spot, but it overlaps both
     ['destroy', 'destroy']
+    >>> [d.fate for d in idle_fates(inst, {"w": ("g0", 4)}, passing=[("w", "g0", 0)])]  # parked at 0 first
+    ['destroy', 'reuse']
     """
-    on_gpu: dict[str, list[tuple[str, Profile, int]]] = {}
-    for wid, (gpu, start) in final.items():
-        on_gpu.setdefault(gpu, []).append((wid, _profile(instance, wid, gpu), start))
-    kept: dict[str, list[tuple[Profile, int]]] = {}
+    created = set(passing) | {(w, gpu, start) for w, (gpu, start) in final.items()}
     out: list[IdleDecision] = []
     for idle in instance.idle:
         profile = idle_profile(instance, idle)
-        targets = on_gpu.get(idle.gpu, [])
-        user = next((w for w, p, s in targets if p == profile and s == idle.start), None)
-        if user is not None:
-            out.append(IdleDecision(idle, "reuse", user))
-            continue
-        held = [(p, s) for _, p, s in targets] + kept.get(idle.gpu, [])
-        if _fits(instance.gpu(idle.gpu).model.compute_slices, held, profile, idle.start):
-            kept.setdefault(idle.gpu, []).append((profile, idle.start))
+        mine = _slots(profile, idle.start)
+        overlapping = [
+            (w, s) for w, g, s in created if g == idle.gpu and mine & _slots(_profile(instance, w, g), s)
+        ]
+        if not overlapping:
             out.append(IdleDecision(idle, "keep"))
+            continue
+        (w, s), *others = overlapping
+        exact = s == idle.start and _profile(instance, w, idle.gpu) == profile
+        if exact and not others and final.get(w) == (idle.gpu, idle.start):
+            out.append(IdleDecision(idle, "reuse", w))
         else:
             out.append(IdleDecision(idle, "destroy"))
     return tuple(out)
-
-
-def _fits(compute_slices: int, held: list[tuple[Profile, int]], profile: Profile, start: int) -> bool:
-    """Whether ``profile`` at ``start`` can stay beside the instances ``held`` on one GPU."""
-    mine = _slots(profile, start)
-    if any(mine & _slots(p, s) for p, s in held):
-        return False
-    if sum(p.compute for p, _ in held) + profile.compute > compute_slices:
-        return False
-    if Counter(p.name for p, _ in held)[profile.name] + 1 > profile.max_instances:
-        return False
-    return not (profile.media_extension and any(p.media_extension for p, _ in held))
 
 
 def reuse_idle(instance: Instance, placed: Mapping[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
