@@ -2,13 +2,14 @@
 
 Every name of ``mipopt.__all__`` carries a ``>>>`` example (issue 13), and the examples of the
 modules that define them are run here as doctests, from the repository root since they read
-``instances/*.json``.
+``instances/*.json``; so are the examples of every other module of the package.
 """
 
 from __future__ import annotations
 
 import doctest
 import importlib
+import pkgutil
 import subprocess
 import sys
 import types
@@ -63,10 +64,29 @@ def test_every_public_name_has_an_example() -> None:
 
 @pytest.mark.parametrize("name", DOCTEST_MODULES)
 def test_public_doctests(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
-    module = importlib.import_module(name)
-    tests = doctest.DocTestFinder().find(module)
+    tests = _doctests(name, monkeypatch)
     assert any(t.examples for t in tests), f"{name} has no doctest"
+    _run(tests)
+
+
+#: Every other module of the package: its examples must run too, where it has any.
+OTHER_MODULES = sorted(
+    {m.name for m in pkgutil.walk_packages(mipopt.__path__, "mipopt.") if not m.name.endswith(".__main__")}
+    - set(DOCTEST_MODULES)
+)
+
+
+@pytest.mark.parametrize("name", OTHER_MODULES)
+def test_module_doctests(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(_doctests(name, monkeypatch))
+
+
+def _doctests(name: str, monkeypatch: pytest.MonkeyPatch) -> list[doctest.DocTest]:
+    monkeypatch.chdir(ROOT)
+    return doctest.DocTestFinder().find(importlib.import_module(name))
+
+
+def _run(tests: list[doctest.DocTest]) -> None:
     report: list[str] = []
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     for test in tests:
