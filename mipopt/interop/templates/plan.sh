@@ -170,14 +170,25 @@ expect() {
   die "round ${O_ROUND[i]}: ${O_HOST[i]} GPU ${O_GPU[i]} has [${live}]; before '${O_NOTE[i]}' the plan expects [${O_BEFORE[i]}], after it [${O_AFTER[i]}]: the GPU changed since the plan was made; import it again and plan anew"
 }
 
-# check_driver: R470 or newer and MIG mode on, on every GPU the plan touches
-check_driver() {
-  local i key out version mode
+# gpu_firsts [ROUND]: the first operation on each host's GPU (of ROUND and not done, if given)
+gpu_firsts() {
+  local i key
   declare -A seen=()
   for ((i = 0; i < N; i++)); do
+    if [[ $# -gt 0 ]]; then
+      [[ ${O_ROUND[i]} == "$1" && -z "${DONE[$i]:-}" ]] || continue
+    fi
     key="${O_HOST[i]} ${O_GPU[i]}"
     [[ -z "${seen[$key]:-}" ]] || continue
     seen[$key]=1
+    echo "$i"
+  done
+}
+
+# check_driver: R470 or newer and MIG mode on, on every GPU the plan touches
+check_driver() {
+  local i out version mode
+  for i in $(gpu_firsts); do
     out=$(on "${O_HOST[i]}" nvidia-smi --query-gpu=driver_version,mig.mode.current --format=csv,noheader -i "${O_GPU[i]}") ||
       die "${O_HOST[i]} GPU ${O_GPU[i]}: cannot read the driver version and MIG mode"
     version=${out%%,*}
@@ -190,13 +201,8 @@ check_driver() {
 
 # preflight ROUND: before the round changes anything, every GPU it touches is where the plan says
 preflight() {
-  local r=$1 i key
-  declare -A seen=()
-  for ((i = 0; i < N; i++)); do
-    [[ ${O_ROUND[i]} == "$r" && -z "${DONE[$i]:-}" ]] || continue
-    key="${O_HOST[i]} ${O_GPU[i]}"
-    [[ -z "${seen[$key]:-}" ]] || continue
-    seen[$key]=1
+  local i
+  for i in $(gpu_firsts "$1"); do
     if [[ $APPLY == 0 ]]; then
       printf '  check %s GPU %s has [%s] (or [%s] if done)\n' "${O_HOST[i]}" "${O_GPU[i]}" "${O_BEFORE[i]}" "${O_AFTER[i]}"
     else
@@ -207,11 +213,10 @@ preflight() {
 
 # --- the operations
 
-# handover I: before a move's source is destroyed, the hook (if any), then the pause (if asked)
+# handover I GI_ID: before a move's source (GI_ID) is destroyed, the hook (if any), then the pause
 handover() {
-  local i=$1 from_gi to_gi to_uuid
+  local i=$1 from_gi=$2 to_gi to_uuid
   if [[ -n "$ON_MOVE" && "${O_REASON[i]}" == "move" ]]; then
-    from_gi=$(gi_at "${O_HOST[i]}" "${O_GPU[i]}" "${O_PID[i]}" "${O_START[i]}")
     to_gi=$(gi_at "${O_PEER_HOST[i]}" "${O_PEER_GPU[i]}" "${O_PID[i]}" "${O_PEER_START[i]}")
     [[ -n "$to_gi" ]] || die "round ${O_ROUND[i]}: the target of ${O_WORKLOAD[i]} is not on ${O_PEER_HOST[i]} GPU ${O_PEER_GPU[i]}"
     to_uuid=$(mig_uuid "${O_PEER_HOST[i]}" "${O_PEER_GPU[i]}" "$to_gi")
@@ -279,7 +284,7 @@ run_op() {
       gi=$(gi_at "$host" "$gpu" "${O_PID[i]}" "${O_START[i]}")
       [[ -z "${O_GI[i]}" || "$gi" == "${O_GI[i]}" ]] ||
         die "round ${O_ROUND[i]}: $host GPU $gpu: the instance at start ${O_START[i]} is GI $gi, not ${O_GI[i]}: the GPU changed since the plan was made"
-      handover "$i"
+      handover "$i" "$gi"
       destroy "$i" "$gi"
       ;;
   esac
@@ -323,12 +328,7 @@ main() {
     return 0
   fi
   echo "done: the plan is applied; state reached:"
-  declare -A seen=()
-  local key
-  for ((i = 0; i < N; i++)); do
-    key="${O_HOST[i]} ${O_GPU[i]}"
-    [[ -z "${seen[$key]:-}" ]] || continue
-    seen[$key]=1
+  for i in $(gpu_firsts); do
     printf '  %s GPU %s: [%s]\n' "${O_HOST[i]}" "${O_GPU[i]}" "$(layout "${O_HOST[i]}" "${O_GPU[i]}")"
   done
 }

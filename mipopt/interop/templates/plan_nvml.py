@@ -232,7 +232,7 @@ class Run:
 
     # --- operations
 
-    def handover(self, op):
+    def handover(self, op, source_gi):
         """Before a move's source is destroyed: the other host's word, the hook, the pause."""
         peer = op["peer"]
         if op["reason"] == "move" and peer["host"] != op["host"] and not self.args.remote_targets_ready:
@@ -242,7 +242,6 @@ class Run:
                 f"{peer['host']}, then this with --remote-targets-ready"
             )
         if self.args.on_move and op["reason"] == "move":
-            source = self.gpus.at(op)
             target_gi = ""
             if peer["host"] == op["host"]:
                 found = self.gpus.at({**op, **peer}, peer["start"])
@@ -257,7 +256,7 @@ class Run:
                 MIPOPT_FROM_HOST=op["host"],
                 MIPOPT_FROM_GPU=str(op["gpu_uuid"] or op["gpu_index"]),
                 MIPOPT_FROM_START=str(op["start"]),
-                MIPOPT_FROM_GI="" if source is None else str(source[0]),
+                MIPOPT_FROM_GI=str(source_gi),
                 MIPOPT_TO_HOST=peer["host"],
                 MIPOPT_TO_GPU=str(peer["gpu_uuid"] or peer["gpu_index"]),
                 MIPOPT_TO_START=str(peer["start"]),
@@ -304,7 +303,7 @@ class Run:
                         f"round {op['round']}: {where(op)}: the instance at start {op['start']} is GI {gi_id}, "
                         f"not {op['gpu_instance_id']}: the GPU changed since the plan was made"
                     )
-                self.handover(op)
+                self.handover(op, gi_id)
                 self.gpus.destroy(op, gi)
         except nvml.NVMLError as err:
             reason = str(err)
