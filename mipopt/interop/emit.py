@@ -188,7 +188,7 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
     """
     decisions = _idle_decisions(instance, plan)
     ops = _operations(instance, plan, decisions)
-    crowded = _crowded(instance, ops)
+    crowded = _crowded(instance, ops) if instance.idle else set()  # only kept idle instances crowd
     if not crowded:
         return ops
     for k, idle in enumerate(instance.idle):
