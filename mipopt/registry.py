@@ -558,7 +558,8 @@ def solve(
     # GPUs of unknown layout hold MIG devices nobody has read: no method sees them; idle
     # instances are free space to every method, reused afterwards where the answer allows
     placeable = instance.placeable()
-    solution = _reuse_idle(placeable, spec.solve(replace(placeable, idle=()), **given))
+    free = replace(placeable, idle=()) if placeable.idle else placeable  # a new Instance is checked again
+    solution = _reuse_idle(placeable, spec.solve(free, **given))
     # why each rejected workload is rejected (Solution.rejections)
     return explain(placeable, solution, exact=spec.kind == "exact")
 
