@@ -25,6 +25,7 @@ _EXPORTS = {
     "InstanceError": "mipopt.errors",
     "load_instance": "mipopt.io",
     "load_solution": "mipopt.io",
+    "Budget": "mipopt.instance",
     "Instance": "mipopt.instance",
     "InstanceBuilder": "mipopt.instance",
     "Solution": "mipopt.instance",
@@ -48,6 +49,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Budget",
     "Instance",
     "InstanceBuilder",
     "InstanceError",
@@ -83,7 +85,7 @@ if TYPE_CHECKING:
     from mipopt.exact.hindsight import hindsight_optimum
     from mipopt.executors import make_executor
     from mipopt.heuristics.policies import make_policy
-    from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination
+    from mipopt.instance import Budget, Instance, InstanceBuilder, Solution, Status, Termination
     from mipopt.interop import instance_from_kubernetes, instance_from_nvidia_smi
     from mipopt.io import load_instance, load_solution
     from mipopt.migrate import plan_migration

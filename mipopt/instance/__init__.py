@@ -1,5 +1,6 @@
 """Instances and solutions: frozen types, their JSON forms and a builder."""
 
+from mipopt.instance.budget import Budget
 from mipopt.instance.builder import InstanceBuilder
 from mipopt.instance.parse import (
     instance_from_dict,
@@ -24,6 +25,7 @@ from mipopt.instance.types import (
 
 __all__ = [
     "Assignment",
+    "Budget",
     "Gpu",
     "Host",
     "IdleInstance",

@@ -349,12 +349,13 @@ def solution_from_dict(data: Any) -> Solution:
     rejected = tuple(f.string(r, f"rejected[{i}]") for i, r in enumerate(raw_rejected))
     objectives = None
     if d.get("objectives") is not None:
-        o = f.obj(d["objectives"], "objectives", ("acceptance", "hardware", "migrations"))
+        o = f.obj(d["objectives"], "objectives", ("acceptance", "hardware", "migrations"), ("restarts",))
         objectives = Objectives(
             *(
                 f.number(o[k], f"objectives.{k}", minimum=None)
                 for k in ("acceptance", "hardware", "migrations")
-            )
+            ),
+            restarts=None if "restarts" not in o else f.number(o["restarts"], "objectives.restarts", minimum=None),
         )
     raw_metrics = d.get("metrics") or {}
     if not isinstance(raw_metrics, dict):

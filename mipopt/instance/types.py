@@ -487,14 +487,23 @@ class Status(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Objectives:
-    """GRMU's three objectives (Eqs. 3-5), as defined in ``docs/formats.md``."""
+    """GRMU's three objectives (Eqs. 3-5) and restarts, as defined in ``docs/formats.md``.
+
+    ``restarts`` is the sum of ``migration_weight`` over running workloads whose GPU or start
+    changes (each is stopped and started again in a new instance). The verifier always
+    computes it; it is None only in a solution file's claims that do not state it.
+    """
 
     acceptance: float
     hardware: float
     migrations: float
+    restarts: float | None = None
 
     def to_dict(self) -> dict[str, float]:
-        return {"acceptance": self.acceptance, "hardware": self.hardware, "migrations": self.migrations}
+        out = {"acceptance": self.acceptance, "hardware": self.hardware, "migrations": self.migrations}
+        if self.restarts is not None:
+            out["restarts"] = self.restarts
+        return out
 
 
 @dataclass(frozen=True, slots=True)

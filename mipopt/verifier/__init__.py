@@ -278,7 +278,7 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         model = instance.gpu(w.placement.gpu).model
         initial[w.placement.gpu] |= model.profile(w.profile).slot_mask(w.placement.start)
 
-    migrations = 0.0
+    migrations = restarts = 0.0
     moves = {"inter_host": 0, "inter_gpu": 0, "intra_gpu": 0}
     moved_memory_gb = 0.0
     moved_memory_slots = sequential = 0
@@ -291,6 +291,8 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
             continue
         gpu, start = placed[w.id]
         host = instance.gpu(gpu).host
+        if (gpu, start) != (old_gpu, old_start):
+            restarts += w.migration_weight
         if host != old_host:
             migrations += 4 * w.migration_weight
             moves["inter_host"] += 1
@@ -347,6 +349,7 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         "moves_inter_host": moves["inter_host"],
         "moves_inter_gpu": moves["inter_gpu"],
         "moves_intra_gpu": moves["intra_gpu"],
+        "restarted": sum(moves.values()),
         "moved_memory_gb": moved_memory_gb,
         "moved_memory_slots": moved_memory_slots,
         "sequential_migrations": sequential,
@@ -368,7 +371,7 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         ),
         "fragmentation_grmu_total": sum(grmu),
     }
-    return Objectives(float(acceptance), float(hardware), float(migrations)), metrics
+    return Objectives(float(acceptance), float(hardware), float(migrations), float(restarts)), metrics
 
 
 def _slots_mask(slots: tuple[int, ...]) -> int:

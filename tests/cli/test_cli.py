@@ -93,7 +93,7 @@ def test_solve_json_is_a_solution(capsys: Capsys) -> None:
     assert (data["format"], data["version"], data["instance"]) == ("mipopt-solution", 1, "quickstart")
     sol = solution_from_dict(data)
     assert sol.rejected == ("llm-f",)
-    assert data["objectives"] == {"acceptance": 8.0, "hardware": 6.0, "migrations": 0.0}
+    assert data["objectives"] == {"acceptance": 8.0, "hardware": 6.0, "migrations": 0.0, "restarts": 0.0}
 
 
 def test_verify_json(solved: Path, capsys: Capsys) -> None:
@@ -102,7 +102,7 @@ def test_verify_json(solved: Path, capsys: Capsys) -> None:
     data = json.loads(out)
     assert set(data) == {"valid", "violations", "objectives", "metrics"}
     assert data["valid"] is True and data["violations"] == []
-    assert data["objectives"] == {"acceptance": 8.0, "hardware": 6.0, "migrations": 0.0}
+    assert data["objectives"] == {"acceptance": 8.0, "hardware": 6.0, "migrations": 0.0, "restarts": 0.0}
     assert data["metrics"]["accepted"] == 7 and data["metrics"]["active_gpus"] == 3
 
 

@@ -99,7 +99,7 @@ def test_valid_hand_solution() -> None:
     report = verify(inst, solution(inst, VALID, objectives=Objectives(6, 7, 0)))
     assert report.valid and report.violations == ()
     # acceptance: six placed, weight 1; hardware: h1 1 + 2 GPUs, h2 2 x (1 + 1 GPU)
-    assert report.objectives == Objectives(6.0, 7.0, 0.0)
+    assert report.objectives == Objectives(6.0, 7.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("rejected", [(), ("me-b",), ("me2", "me-b", "cpu-hog", "ram-hog")])
@@ -275,19 +275,21 @@ def cluster() -> Instance:
     ("placed", "objectives", "moves"),
     [
         # w stays, x beside it: h1 counted once plus one GPU
-        ({"w": ("g1", 0), "x": ("g1", 4)}, (3.0, 2.0, 0.0), (0, 0, 0)),
-        # a new start on the same GPU costs nothing under Eq. 5 but is counted
-        ({"w": ("g1", 3), "x": ("g1", 4)}, (3.0, 2.0, 0.0), (0, 0, 1)),
+        ({"w": ("g1", 0), "x": ("g1", 4)}, (3.0, 2.0, 0.0, 0.0), (0, 0, 0)),
+        # a new start on the same GPU costs nothing under Eq. 5 but restarts w (delta 2.5)
+        ({"w": ("g1", 3), "x": ("g1", 4)}, (3.0, 2.0, 0.0, 2.5), (0, 0, 1)),
         # another GPU of the same host: 2 delta; h1 with two active GPUs
-        ({"w": ("g2", 0), "x": ("g1", 4)}, (3.0, 3.0, 5.0), (0, 1, 0)),
+        ({"w": ("g2", 0), "x": ("g1", 4)}, (3.0, 3.0, 5.0, 2.5), (0, 1, 0)),
         # another host: 4 delta; h1 (1 + 1) x 1 + h2 (1 + 1) x 3
-        ({"w": ("g3", 0), "x": ("g1", 4)}, (3.0, 8.0, 10.0), (1, 0, 0)),
+        ({"w": ("g3", 0), "x": ("g1", 4)}, (3.0, 8.0, 10.0, 2.5), (1, 0, 0)),
         # everything on h2: 3 x (1 + 2)
-        ({"w": ("g3", 6), "y": ("g3", 0), "z": ("g4", 6)}, (1.75, 9.0, 10.0), (1, 0, 0)),
+        ({"w": ("g3", 6), "y": ("g3", 0), "z": ("g4", 6)}, (1.75, 9.0, 10.0, 2.5), (1, 0, 0)),
     ],
 )
 def test_objectives_by_hand(
-    placed: dict[str, tuple[str, int]], objectives: tuple[float, float, float], moves: tuple[int, int, int]
+    placed: dict[str, tuple[str, int]],
+    objectives: tuple[float, float, float, float],
+    moves: tuple[int, int, int],
 ) -> None:
     inst = cluster()
     report = verify(inst, solution(inst, placed, objectives=Objectives(*objectives)))
@@ -296,12 +298,13 @@ def test_objectives_by_hand(
     m = report.metrics
     assert (m["moves_inter_host"], m["moves_inter_gpu"], m["moves_intra_gpu"]) == moves
     assert m["moved_memory_gb"] == (5.0 if moves[0] or moves[1] else 0.0)
+    assert m["restarted"] == sum(moves)
 
 
 def test_dropped_running_workload_counts_twice_its_weight() -> None:
     # Eq. 5 taken literally: x and y of the old place both drop from 1 to 0
     objectives, metrics = evaluate(cluster(), {"x": ("g1", 4)})
-    assert objectives == Objectives(2.0, 2.0, 5.0)
+    assert objectives == Objectives(2.0, 2.0, 5.0, 0.0)  # an eviction is no restart
     assert metrics["accepted"] == 1 and metrics["rejected"] == 3
 
 
@@ -787,7 +790,7 @@ def test_first_fit_quickstart() -> None:
     }
     assert sol.rejected == ("llm-f",)  # 7g.80gb: its only H100 holds llm-c
     # acceptance: seven placed, infer-g weighs 2; hardware: h1 (1 + 2) x 1 + h2 (1 + 1) x 1.5
-    assert sol.objectives == report.objectives == Objectives(8.0, 6.0, 0.0)
+    assert sol.objectives == report.objectives == Objectives(8.0, 6.0, 0.0, 0.0)
     assert sol.metrics == report.metrics
 
 
