@@ -29,7 +29,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from mipopt.errors import InstanceError
-from mipopt.instance import Instance, Solution
+from mipopt.instance import Budget, Instance, Solution
 from mipopt.state.idle import reuse_idle
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ SOLVER_OPTIONS = ("solver", "time_limit_s", "threads", "seed", "gap", "stop", "d
 #: The formulations of ``exact``: the GRMU models and IBM's WPM.
 EXACT_MODELS = ("grmu", "grmu-slots", "grmu-paper", "wpm")
 #: What ``exact`` takes with a GRMU model, and with ``model="wpm"``.
-GRMU_OPTIONS = ("model", "objective", "use_case", "warm_start", "progress", *SOLVER_OPTIONS)
-WPM_OPTIONS = ("model", "use_case", "warm_start", *SOLVER_OPTIONS)
+GRMU_OPTIONS = ("model", "objective", "use_case", "warm_start", "progress", "budget", *SOLVER_OPTIONS)
+WPM_OPTIONS = ("model", "use_case", "warm_start", "budget", *SOLVER_OPTIONS)
 #: The heuristics the exact driver tries as warm starts, cheapest first.
 PORTFOLIO = ("ff", "mfi", "bf", "ibm-initial")
 
@@ -473,6 +473,8 @@ def solve(
     progress: Callable[..., None] | None = None,
     stop: Any = None,
     deadline: float | None = None,
+    max_restarts: int | None = None,
+    max_moved_gb: float | None = None,
 ) -> Solution:
     """Place ``instance``'s new workloads with any method, exact or heuristic.
 
@@ -509,6 +511,11 @@ def solve(
     stop, deadline
         Exact only: a :class:`mipopt.solvers.StopFlag` that ends the solve early keeping the best
         answer (Ctrl-C in the CLI), and a ``time.monotonic()`` deadline.
+    max_restarts, max_moved_gb
+        A :class:`~mipopt.instance.Budget`: at most this many running workloads change GPU or
+        start, and at most this many GB of them move to another GPU. Every method that may move
+        running workloads holds it (the exact ones prove the optimum within it); one that never
+        moves them holds it trivially.
 
     Returns
     -------
@@ -535,6 +542,7 @@ def solve(
     mipopt.errors.InstanceError: objective: method mfi takes no objective (it takes: seed)
     """
     spec = get_method(method)
+    budget = Budget(max_restarts, max_moved_gb)
     given = {
         k: v
         for k, v in {
@@ -550,6 +558,7 @@ def solve(
             "progress": progress,
             "stop": stop,
             "deadline": deadline,
+            "budget": None if budget.unlimited or not spec.moves else budget,
         }.items()
         if v is not None
     }
