@@ -50,6 +50,8 @@ FLAGS = {
     "gap": "--gap",
     "warm_start": "--warm-start",
     "executor": "--executor",
+    "max_restarts": "--max-restarts",
+    "max_moved_gb": "--max-moved-gb",
 }
 
 
@@ -187,6 +189,23 @@ count = _number(int, "at least 1", lambda v: v >= 1)
 non_negative = _number(int, "non-negative", lambda v: v >= 0)
 positive = _number(float, "a positive finite number", lambda v: 0 < v < float("inf"))
 horizon = _number(float, "a non-negative time or inf", lambda v: v >= 0)
+gigabytes = _number(float, "a non-negative finite number of GB", lambda v: 0 <= v < float("inf"))
+
+
+def budget_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """``--max-restarts`` and ``--max-moved-gb``: a :class:`~mipopt.instance.Budget` for ``what``."""
+    p.add_argument(
+        "--max-restarts",
+        type=non_negative,
+        metavar="N",
+        help=f"at most N running workloads change GPU or start ({what}); default: no limit",
+    )
+    p.add_argument(
+        "--max-moved-gb",
+        type=gigabytes,
+        metavar="GB",
+        help=f"at most GB of running workloads move to another GPU ({what}); default: no limit",
+    )
 
 
 #: mipopt.exact.models.MODELS' names (a test keeps them equal; importing it here would load Pyomo).

@@ -11,6 +11,7 @@ from mipopt.cli.common import (
     EXIT_OK,
     FLAGS,
     BadInput,
+    budget_arguments,
     flagged,
     print_json,
     print_written,
@@ -57,10 +58,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the WPM paper's questions, for wpm and grmu: initial (running workloads stay), compaction "
         "(running only, onto used GPUs), reconfiguration (running only, anywhere), joint (default: all may move)",
     )
-    p.add_argument(
-        "--objective",
-        help="lex:NAME[@TOL],... or weighted:W1,W2,W3[,W4] (default: lex:acceptance,hardware,migrations)",
+    order = p.add_mutually_exclusive_group()
+    order.add_argument(
+        "--priority",
+        choices=["hardware", "disruption", "paper"],
+        help="a named objective: hardware (the default: lex:acceptance,hardware,migrations,restarts), "
+        "disruption (lex:acceptance,restarts,hardware: running workloads stay unless a new one needs "
+        "the room), paper (GRMU's Eqs. 3-5 alone)",
     )
+    order.add_argument(
+        "--objective",
+        help="lex:NAME[@TOL],... or weighted:W1,W2,W3[,W4] over acceptance, hardware, migrations, "
+        "restarts (default: lex:acceptance,hardware,migrations,restarts)",
+    )
+    budget_arguments(p, "every method that may move running workloads holds it")
     p.add_argument(
         "--gap",
         type=relative_gap,
@@ -102,12 +113,12 @@ def run(args: argparse.Namespace) -> int:
     except InstanceError as err:
         raise BadInput(flagged(err)) from None
     given = {k: v for k, v in _options(args).items() if v is not None}
-    refused = spec.refused(given)
+    refused = spec.refused({k: v for k, v in given.items() if k not in ("max_restarts", "max_moved_gb")})
     if refused:
         takes = (
             ", ".join(FLAGS[k] for k in spec.takes(given) if k in FLAGS and k != "warm_start") or "no options"
         )
-        flag = FLAGS[refused[0]]
+        flag = "--priority" if refused[0] == "objective" and args.priority else FLAGS[refused[0]]
         what = f"{args.method} with --model wpm" if given.get("model") == "wpm" else args.method
         raise BadInput(f"{flag}: method {what} does not take {flag} (it takes: {takes})")
     if args.plan or args.semantics != DEFAULT_SEMANTICS:  # the check loads the planners (networkx)
@@ -139,12 +150,14 @@ def _options(args: argparse.Namespace) -> dict[str, object]:
     return {
         "model": args.model,
         "solver": args.solver,
-        "objective": args.objective,
+        "objective": args.objective or args.priority,
         "use_case": args.use_case,
         "time_limit_s": args.time_limit,
         "threads": args.threads,
         "seed": args.seed,
         "gap": args.gap,
+        "max_restarts": args.max_restarts,
+        "max_moved_gb": args.max_moved_gb,
     }
 
 

@@ -2,22 +2,27 @@
 
 Objective modes (``--objective``):
 
-* ``lex:acceptance,hardware,migrations`` (the default): optimize each objective in
-  turn, keeping the earlier optima as constraints. A stage may carry a relative
+* ``lex:acceptance,hardware,migrations,restarts`` (the default): optimize each objective
+  in turn, keeping the earlier optima as constraints. A stage may carry a relative
   tolerance, ``lex:acceptance@0.05,hardware``: later stages may give up 5 % of it.
-* ``weighted:1,0.1,0.01``: one objective, acceptance x 1 - hardware x 0.1 -
-  migrations x 0.01 (a fourth weight prices intra-GPU start changes).
+* ``weighted:1,0.1,0.01,0.01``: one objective, acceptance x 1 - hardware x 0.1 -
+  migrations x 0.01 - restarts x 0.01.
 
-Objective names: ``acceptance`` (maximized), ``hardware``, ``migrations`` and
-``intra_moves`` (minimized). Proof is the default: the relative MIP gap is 0
-unless the caller sets one.
+Objective names: ``acceptance`` (maximized), ``hardware``, ``migrations`` (GRMU Eq. 5 as
+the paper prints it) and ``restarts`` (running workloads whose GPU or start changes, by
+migration weight), minimized. :data:`PRIORITIES` names the common orders. Proof is the
+default: the relative MIP gap is 0 unless the caller sets one. A
+:class:`~mipopt.instance.Budget` is a hard constraint of every stage.
 
 How a solve runs (``models/grmu.md``, section Staged proofs): the best of the fast
 heuristics seeds it; each stage runs on the model variant that serves it best (the
 configuration model's aggregated, restricted or detailed variant, or the one slot or
-paper model); one deadline covers the whole call; every stage is reported in its own
-units (:class:`~mipopt.instance.StageResult`); a stage that does not finish ends the
-run with the best placement known, never a worse one than the warm start.
+paper model; the slot model finishes what the configuration model cannot decide: starts);
+one deadline covers the whole call; every stage is reported in its own units
+(:class:`~mipopt.instance.StageResult`); a stage that does not finish ends the run with
+the best placement known, never a worse one than the warm start, and that answer's
+restarts are brought down for the acceptance and hardware it reached before it is returned
+(:mod:`mipopt.exact.keep`, and the restricted model when it still fits the time left).
 """
 
 from __future__ import annotations
@@ -35,15 +40,25 @@ from pyomo.core.expr.visitor import identify_variables
 from pyomo.repn import generate_standard_repn
 
 from mipopt.errors import InstanceError
-from mipopt.exact.models import MODELS, OBJECTIVES, SENSE, Formulation, GrmuModel, build, build_grmu
+from mipopt.exact.keep import keep_running
+from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_grmu
 from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.exact.preprocess.indexing import TooManyMultisets
-from mipopt.instance import Instance, Solution, StageResult, Status, Termination
+from mipopt.instance import Budget, Instance, Solution, StageResult, Status, Termination
+from mipopt.instance.budget import UNLIMITED
 from mipopt.instance.summary import value_text
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
 from mipopt.verifier import evaluate, no_solution, solution_for, verify
 
-DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
+#: Named objective orders (``--priority``): ``hardware`` is GRMU's three (Eqs. 3-5) and then
+#: the fewest restarts among their optima; ``disruption`` keeps running workloads where they
+#: are unless a new workload needs the room; ``paper`` is GRMU's Eqs. 3-5 alone, as printed.
+PRIORITIES = {
+    "hardware": "lex:acceptance,hardware,migrations,restarts",
+    "disruption": "lex:acceptance,restarts,hardware",
+    "paper": "lex:acceptance,hardware,migrations",
+}
+DEFAULT_OBJECTIVE = PRIORITIES["hardware"]
 Placed = dict[str, tuple[str, int]]
 
 
@@ -62,21 +77,42 @@ class ObjectiveSpec:
             n + (f"@{t:g}" if t else "") for n, t in zip(self.names, self.values, strict=True)
         )
 
+    def order(self) -> tuple[str, ...]:
+        """Every objective, the spec's first, the rest in :data:`OBJECTIVES` order (tie-breakers)."""
+        return (*self.names, *(n for n in OBJECTIVES if n not in self.names))
+
 
 def parse_objective(text: str) -> ObjectiveSpec:
-    """Parse ``lex:a,b@tol,...`` or ``weighted:w1,w2,w3[,w4]``.
+    """Parse ``lex:a,b@tol,...``, ``weighted:w1,...,w4`` or a name of :data:`PRIORITIES`.
 
     Raises
     ------
     InstanceError
         Naming ``objective`` and what is wrong.
+
+    Examples
+    --------
+    >>> str(parse_objective("disruption"))
+    'lex:acceptance,restarts,hardware'
+    >>> parse_objective("lex:acceptance,intra_moves")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: objective: intra_moves is retired: restarts counts start changes on a GPU and moves to another GPU (lex:acceptance,hardware,migrations,restarts)
     """
+    if text in PRIORITIES:
+        text = PRIORITIES[text]
     mode, _, rest = text.partition(":")
     items = [x.strip() for x in rest.split(",") if x.strip()]
     if mode == "lex":
         names, tols = [], []
         for item in items:
             name, _, tol = item.partition("@")
+            if name == "intra_moves":
+                raise InstanceError(
+                    "objective",
+                    "intra_moves is retired: restarts counts start changes on a GPU and moves to "
+                    f"another GPU ({DEFAULT_OBJECTIVE})",
+                )
             if name not in OBJECTIVES:
                 raise InstanceError(
                     "objective", f"unknown objective {name!r} (known: {', '.join(OBJECTIVES)})"
@@ -101,16 +137,18 @@ def parse_objective(text: str) -> ObjectiveSpec:
             weights = [float(x) for x in items]
         except ValueError:
             raise InstanceError("objective", f"weights must be numbers, got {rest!r}") from None
-        if not 1 <= len(weights) <= len(OBJECTIVES) or any(w < 0 for w in weights):
+        if not 1 <= len(weights) <= len(OBJECTIVES) or any(not w >= 0 for w in weights):
             raise InstanceError(
                 "objective",
-                "weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, intra_moves)",
+                "weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, restarts)",
             )
         return ObjectiveSpec("weighted", OBJECTIVES[: len(weights)], tuple(weights))
-    raise InstanceError("objective", f"must start with lex: or weighted:, got {text!r}")
+    raise InstanceError(
+        "objective",
+        f"must start with lex: or weighted:, or be a priority ({', '.join(PRIORITIES)}), got {text!r}",
+    )
 
 
-#: Fast heuristics whose best placement (by the objective's order) seeds every stage.
 #: A named fast heuristic that the exact driver may try as a warm start.
 Heuristic = tuple[str, Callable[[Instance], Solution]]
 #: Time kept back per workload to decode and verify the answer after the last stage (about 2.5 s at
@@ -120,8 +158,13 @@ FINISH_S_PER_WORKLOAD = 5e-5
 PORTFOLIO_SHARE = 0.4
 #: A guess of the first heuristic's time per workload (first fit takes 75 us on a 2-core Xeon).
 PORTFOLIO_S_PER_WORKLOAD = 1e-4
-#: Share of the time left that the restricted model may take before the migrations stage.
+#: Shares of the time left that the home model, then the restricted one, may take before a
+#: migrations or restarts stage (a proof of 0 when it reaches the optima so far).
+HOME_SHARE = 0.5
 RESTRICTED_SHARE = 0.25
+#: Share of a time limit kept back to bring an unproven answer's restarts down (the restricted
+#: model, then :func:`mipopt.exact.keep.keep_running`).
+REPAIR_SHARE = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +194,7 @@ def solve_exact(
     warm_start: Solution | None = None,
     bounds: Sequence[tuple[str, str, float]] = (),
     use_case: str | None = None,
+    budget: Budget | None = None,
     progress: Callable[[StageEvent], None] | None = None,
 ) -> Solution:
     """Solve ``instance`` exactly and return the solution with the verifier's objectives.
@@ -158,7 +202,8 @@ def solve_exact(
     The answer is never worse, in the objective's order, than the best warm start
     (the ``portfolio`` of fast heuristics, and the current placement with every new
     workload rejected, which is always feasible), whatever the time limit: a stage the
-    solver could not finish leaves the best placement known, with status ``feasible``.
+    solver could not finish leaves the best placement known, with status ``feasible``,
+    its restarts brought down for the acceptance and hardware it reached.
 
     Parameters
     ----------
@@ -168,7 +213,7 @@ def solve_exact(
     solver
         Backend name, ``highs`` or ``cpsat``.
     objective
-        An objective mode (see the module docstring).
+        An objective mode or a name of :data:`PRIORITIES` (see the module docstring).
     options
         Time limit for the whole call (model building, every stage, decoding), threads,
         seed, gap (default 0: proof), a stop flag (Ctrl-C) and a deadline.
@@ -185,6 +230,9 @@ def solve_exact(
     bounds
         Epsilon constraints ``(objective, "<=" or ">=", value)`` on every stage, e.g.
         ``("hardware", "<=", 5)``.
+    budget
+        At most so many running workloads restarted and GB moved, in every stage: the
+        answer is the optimum within it.
     progress
         Called when a stage starts and ends.
 
@@ -209,15 +257,25 @@ def solve_exact(
         if name not in OBJECTIVES or op not in ("<=", ">="):
             raise InstanceError("bounds", f"expected (objective, '<=' or '>=', value), got {name}{op}")
     work, fixed, closed = _use_case(instance, model, use_case)
-    run = _Run(work, spec, options, backend, deadline, bounds, progress, t0)
+    budget = budget or UNLIMITED
+    limits = list(bounds) + [
+        (name, "<=", float(limit))
+        for name, limit in zip(MEASURES, (budget.max_restarts, budget.max_moved_gb), strict=True)
+        if limit is not None
+    ]
+    best = Incumbent(work, spec, limits, budget)
+    run = _Run(work, spec, best, options, backend, deadline, progress, t0, limits)
     method = f"{model} / {solver}, {spec}" + (f", {use_case}" if use_case else "")
+    if not budget.unlimited:
+        method += f", {budget}"
 
-    run.offer(work.current_placement(), "current placement")
+    best.offer(work.current_placement(), "current placement")
     if warm_start is not None:
-        run.offer(_given_start(instance, work, warm_start), "the given warm start")
+        best.offer(_given_start(instance, work, warm_start), "the given warm start")
     for name, placed in _portfolio(work, portfolio, run):
-        run.offer(placed, name)
+        best.offer(placed, name)
 
+    fixed_ids = frozenset(fixed) if fixed is not None else frozenset(w.id for w in work.workloads if w.pinned)
     if model == "grmu":
         try:
             models = _ConfigModels(work, fixed, closed)
@@ -226,49 +284,132 @@ def solve_exact(
             run.notes.append(f"configuration model not used ({err}): the slot model instead")
             model = "grmu-slots"
     if model == "grmu":
-        run.stages_config(models)
+        run.stages_config(models, lambda: _build(work, "grmu-slots", use_case))
     else:
         run.stages_single(_build(work, model, use_case))
+    run.repair(models if model == "grmu" else None, fixed_ids)
     return run.solution(instance, method)
 
 
+class Incumbent:
+    """The best placement known: offered placements are evaluated by the verifier and kept when
+    they obey the bounds, the budget and the stages so far, and beat the one held."""
+
+    def __init__(
+        self, work: Instance, spec: ObjectiveSpec, limits: Sequence[tuple[str, str, float]], budget: Budget
+    ) -> None:
+        self.work = work
+        self.spec = spec
+        self.limits = list(limits)
+        self.budget = budget
+        self.placed: Placed | None = None
+        self.values: dict[str, float] = {}
+        self.source = ""
+        self.keeps: list[Kept] = []
+
+    def evaluate(self, placed: Placed) -> dict[str, float]:
+        """The objectives and the budget's measures of ``placed``."""
+        objectives, metrics = evaluate(self.work, placed)
+        return {**objectives.to_dict(), **{m: float(metrics[m]) for m in MEASURES}}
+
+    def allowed(self, values: dict[str, float]) -> bool:
+        for name, op, bound in self.limits:
+            v = values[name]
+            if (op == "<=" and v > bound + 1e-6) or (op == ">=" and v < bound - 1e-6):
+                return False
+        return all(kept.holds(values[kept.name]) for kept in self.keeps)
+
+    def key(self, values: dict[str, float]) -> tuple[float, ...]:
+        """Smaller is better: the objective's order, the other objectives after it."""
+        ordered = tuple(_sign(n) * values[n] for n in self.spec.order())
+        if self.spec.mode == "weighted":
+            total = sum(
+                w * _sign(n) * values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)
+            )
+            return (total, *ordered)
+        return ordered
+
+    def offer(self, placed: Placed, source: str) -> bool:
+        """Keep ``placed`` if it obeys the bounds and stages so far and beats the incumbent."""
+        values = self.evaluate(placed)
+        if not self.allowed(values):
+            return False
+        if self.placed is not None and self.key(values) >= self.key(self.values):
+            return False
+        self.placed, self.values, self.source = placed, values, source
+        return True
+
+
+def _sign(name: str) -> float:
+    return -1.0 if SENSE[name] == pyo.maximize else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage of a solve: an objective (or ``weighted``), its sense and its tolerance."""
+
+    name: str
+    sense: Any
+    tolerance: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A stage's optimum that later stages keep, within its tolerance."""
+
+    name: str
+    sense: Any
+    value: float
+    tolerance: float
+
+    def holds(self, v: float) -> bool:
+        slack = max(self.tolerance * abs(self.value), 1e-6)
+        return v >= self.value - slack if self.sense == pyo.maximize else v <= self.value + slack
+
+    def constraint(self, expr: Any) -> Any:
+        slack = max(self.tolerance * abs(self.value), 1e-6)
+        return expr >= self.value - slack if self.sense == pyo.maximize else expr <= self.value + slack
+
+
 class _Run:
-    """One call of :func:`solve_exact`: the clock, the incumbent, the stages done."""
+    """One call of :func:`solve_exact`: the clock, the stages done, the notes."""
 
     def __init__(
         self,
-        instance: Instance,
+        work: Instance,
         spec: ObjectiveSpec,
+        best: Incumbent,
         options: SolverOptions,
         backend: Any,
         deadline: float | None,
-        bounds: Sequence[tuple[str, str, float]],
         progress: Callable[[StageEvent], None] | None,
         t0: float,
+        limits: Sequence[tuple[str, str, float]],
     ) -> None:
-        self.work = instance
+        self.work = work
         self.spec = spec
+        self.best = best
         self.options = options
         self.backend = backend
         self.deadline = deadline
-        self.bounds = list(bounds)
         self.progress = progress
         self.t0 = t0
-        self.placed: dict[str, tuple[str, int]] | None = None
-        self.values: dict[str, float] = {}
-        self.source = ""
-        self.keeps: list[tuple[str, Any, float, float]] = []  # (name, sense, value, tolerance)
+        self.limits = list(limits)
         self.stages: list[StageResult] = []
         self.notes: list[str] = []
         self.infeasible = False
+        limit = options.time_limit_s
+        self.reserve = 0.0 if limit is None else REPAIR_SHARE * limit
 
     # --- the clock
 
-    def left(self) -> float | None:
-        """Seconds left for solving: to the deadline, less the time the answer takes to put together."""
+    def left(self, reserve: bool = True) -> float | None:
+        """Seconds left for solving: to the deadline, less the time the answer takes to put
+        together (and, for stages, the share kept back for :meth:`repair`)."""
         if self.deadline is None:
             return None
-        return self.deadline - time.monotonic() - FINISH_S_PER_WORKLOAD * len(self.work.workloads)
+        finish = FINISH_S_PER_WORKLOAD * len(self.work.workloads)
+        return self.deadline - time.monotonic() - finish - (self.reserve if reserve else 0.0)
 
     def stopped(self) -> Termination | None:
         """Why no further stage may start, or None."""
@@ -280,108 +421,70 @@ class _Run:
             return Termination.TIME_LIMIT
         return None
 
-    def stage_options(self, warm: dict[str, float] | None, share: float = 1.0) -> SolverOptions:
-        left = self.left()
+    def stage_options(
+        self, warm: dict[str, float] | None, share: float = 1.0, reserve: bool = True
+    ) -> SolverOptions:
+        left = self.left(reserve)
         limit = None if left is None else max(left * share, 0.01)
         return replace(self.options, time_limit_s=limit, warm_start=warm or None, deadline=self.deadline)
 
-    # --- the incumbent
-
-    def evaluate(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
-        objectives, metrics = evaluate(self.work, placed)
-        values = objectives.to_dict()
-        values["intra_moves"] = float(metrics["moves_intra_gpu"])  # start changes on the same GPU
-        return values
-
-    def allowed(self, values: dict[str, float]) -> bool:
-        for name, op, bound in self.bounds:
-            v = values[name]
-            if (op == "<=" and v > bound + 1e-6) or (op == ">=" and v < bound - 1e-6):
-                return False
-        for name, sense, value, tol in self.keeps:
-            slack = max(tol * abs(value), 1e-6)
-            if (sense == pyo.maximize and values[name] < value - slack) or (
-                sense != pyo.maximize and values[name] > value + slack
-            ):
-                return False
-        return True
-
-    def key(self, values: dict[str, float]) -> tuple[float, ...]:
-        """Smaller is better: the objective's order, start changes last."""
-        sign = {n: (-1.0 if SENSE[n] == pyo.maximize else 1.0) for n in OBJECTIVES}
-        if self.spec.mode == "weighted":
-            total = sum(
-                w * sign[n] * values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)
-            )
-            return (total, values["intra_moves"])
-        names = [*self.spec.names, *(n for n in OBJECTIVES if n not in self.spec.names)]
-        return tuple(sign[n] * values[n] for n in names)
-
-    def offer(self, placed: dict[str, tuple[str, int]], source: str) -> bool:
-        """Keep ``placed`` if it obeys the bounds and stages so far and beats the incumbent."""
-        values = self.evaluate(placed)
-        if not self.allowed(values):
-            return False
-        if self.placed is not None and self.key(values) >= self.key(self.values):
-            return False
-        self.placed, self.values, self.source = placed, values, source
-        return True
-
     # --- stages
 
-    def stage_list(self) -> list[tuple[str, Any, float]]:
-        """(objective name, sense, tolerance) per stage; ``weighted`` is one stage."""
+    def stage_list(self) -> list[Stage]:
+        """One stage per objective of the spec; ``weighted`` is one stage."""
         if self.spec.mode == "weighted":
-            return [("weighted", pyo.maximize, 0.0)]
-        return [(n, SENSE[n], tol) for n, tol in zip(self.spec.names, self.spec.values, strict=True)]
+            return [Stage("weighted", pyo.maximize)]
+        return [Stage(n, SENSE[n], tol) for n, tol in zip(self.spec.names, self.spec.values, strict=True)]
 
     def objective_expr(self, built: Formulation, name: str) -> Any:
         if name != "weighted":
             return built.expression(name)
         return sum(
-            (1 if SENSE[n] == pyo.maximize else -1) * w * built.expression(n)
+            -_sign(n) * w * built.expression(n)
             for n, w in zip(self.spec.names, self.spec.values, strict=True)
             if n in built.objectives
         )
 
     def prepare(self, built: Formulation) -> bool:
-        """Add the bounds and the kept stage optima to ``built`` (once each); False if a bound is violated."""
+        """Add the bounds, the budget and the kept stage optima to ``built`` (once each); False if
+        a bound is violated."""
         m = built.model
         if not hasattr(m, "lex_keep"):
             m.lex_keep = pyo.ConstraintList()
             m.epsilon = pyo.ConstraintList()
             m.kept_count = 0
-            for name, op, value in self.bounds:
+            for name, op, value in self.limits:
                 expr = built.expression(name)
                 if _is_constant(expr):
                     v = float(pyo.value(expr))
-                    if not (v <= value + 1e-9 if op == "<=" else v >= value - 1e-9):
+                    if name not in built.relaxed and not (
+                        v <= value + 1e-9 if op == "<=" else v >= value - 1e-9
+                    ):
                         self.notes.append(f"{name} is {v:g}, cannot be {op} {value:g}")
                         return False
                     continue
                 m.epsilon.add(expr <= value if op == "<=" else expr >= value)
-        for name, sense, value, tol in self.keeps[m.kept_count :]:
-            expr = built.expression(name)
+        for kept in self.best.keeps[m.kept_count :]:
+            expr = built.expression(kept.name)
             if not _is_constant(expr):
-                slack = max(tol * abs(value), 1e-6)
-                m.lex_keep.add(expr >= value - slack if sense == pyo.maximize else expr <= value + slack)
-        m.kept_count = len(self.keeps)
+                m.lex_keep.add(kept.constraint(expr))
+        m.kept_count = len(self.best.keeps)
         return True
 
     def solve_stage(
-        self, built: Formulation, name: str, sense: Any, label: str, share: float = 1.0
+        self, built: Formulation, stage: Stage, label: str, share: float = 1.0
     ) -> tuple[Any, float | None]:
-        """One solve of ``built`` for objective ``name``; the result and the stage's bound in its units."""
+        """One solve of ``built`` for ``stage``; the result and the stage's bound in its units."""
         m = built.model
         m.del_component("stage_objective")
-        expr = self.objective_expr(built, name)
-        m.stage_objective = pyo.Objective(expr=expr, sense=sense)
-        warm = built.warm_start(self.placed) if self.placed is not None else None
-        self.report(name, label, False, self.values.get(name), None)
+        expr = self.objective_expr(built, stage.name)
+        m.stage_objective = pyo.Objective(expr=expr, sense=stage.sense)
+        warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
+        self.report(stage.name, label, False, self.best.values.get(stage.name), None)
         result = self.backend.solve(m, self.stage_options(warm, share))
         if result.has_solution:
-            self.offer(built.decode(), f"{label} {name}")
-        return result, _rounded_bound(expr, result.bound, sense)
+            self.best.offer(built.decode(), f"{label} {stage.name}")
+        return result, _rounded_bound(expr, result.bound, stage.sense)
 
     def report(
         self,
@@ -397,23 +500,48 @@ class _Run:
                 StageEvent(stage, model, done, value, bound, time.perf_counter() - self.t0, termination)
             )
 
+    def add_stage(self, stage: Stage, result: StageResult) -> None:
+        """Record ``result`` and, for a named objective, keep its value for the later stages."""
+        self.stages.append(result)
+        self.report(stage.name, result.model, True, result.value, result.bound, result.termination)
+        if result.value is not None and stage.name != "weighted":
+            self.best.keeps.append(Kept(stage.name, stage.sense, result.value, stage.tolerance))
+
+    def proven(self, stage: Stage, value: float, label: str, started: float) -> None:
+        self.add_stage(
+            stage,
+            StageResult(
+                stage.name, value, value, 0.0, True, Termination.OPTIMAL, time.perf_counter() - started, label
+            ),
+        )
+
     def record(
-        self, name: str, sense: Any, tol: float, result: Any, bound: float | None, label: str, started: float
-    ) -> bool:
-        """Record a solved stage, keep its optimum for the next ones; True when later stages may run."""
-        value = self.values.get(name) if name != "weighted" else None
+        self, built: Formulation, stage: Stage, result: Any, bound: float | None, label: str, started: float
+    ) -> str:
+        """Record a solved stage: ``next`` when later stages may run, ``stop`` when not, ``slots``
+        when the model's answer could not be read back as its optimum because the model relaxes
+        what the stage or the budget needs (the configuration model's starts): the slot model
+        must decide it."""
+        name = stage.name
+        value = self.best.values.get(name) if name != "weighted" else None
         if name == "weighted" and result.has_solution:
             value = result.objective
         termination = result.termination
         proven = termination is Termination.OPTIMAL
-        if termination is Termination.INFEASIBLE and self.placed is None:
+        if termination is Termination.INFEASIBLE and self.best.placed is None:
             self.infeasible = True
         unchecked = name == "weighted" or result.objective is None or value is None
+        relaxed = name in built.relaxed or (built.relaxed and len(self.limits) > 0)
         if (
             proven
             and not unchecked
             and abs(float(result.objective) - float(value or 0)) > 1e-6 * max(1.0, abs(value or 0))
         ):
+            if relaxed:
+                self.notes.append(
+                    f"{name}: {label} bound {result.objective:g}, {value:g} placed: the slot model decides"
+                )
+                return "slots"
             # the decoded placement is not the model's optimum: claim nothing (never seen in tests)
             proven, termination = False, Termination.ERROR
             self.notes.append(f"{name}: the model's optimum {result.objective:g} decoded to {value:g}")
@@ -425,147 +553,164 @@ class _Run:
             proven, termination = False, Termination.GAP_LIMIT
         if not result.has_solution and termination is Termination.OPTIMAL:
             termination = Termination.ERROR
-        self.stages.append(
-            StageResult(name, value, bound, gap, proven, termination, time.perf_counter() - started, label)
+        self.add_stage(
+            stage,
+            StageResult(name, value, bound, gap, proven, termination, time.perf_counter() - started, label),
         )
-        self.report(name, label, True, value, bound, termination)
-        if value is not None and name != "weighted":
-            self.keeps.append((name, sense, value, tol))
-        return proven or termination is Termination.GAP_LIMIT
+        return "next" if proven or termination is Termination.GAP_LIMIT else "stop"
 
-    def constant(self, built: Formulation, name: str, sense: Any, tol: float) -> None:
+    def constant(self, built: Formulation, stage: Stage) -> None:
         """A stage with nothing to decide (e.g. no running workloads): its value is proven."""
-        v = float(pyo.value(built.expression(name)))
-        self.stages.append(StageResult(name, v, v, 0.0, True, Termination.OPTIMAL, 0.0, "constant"))
-        self.keeps.append((name, sense, v, tol))
+        v = float(pyo.value(built.expression(stage.name)))
+        self.add_stage(stage, StageResult(stage.name, v, v, 0.0, True, Termination.OPTIMAL, 0.0, "constant"))
 
-    def obvious(self, name: str, sense: Any, tol: float, started: float) -> bool:
+    def obvious(self, stage: Stage, started: float) -> bool:
         """Record the stage without a solve when the incumbent meets a bound that needs none:
-        every workload accepted, or nothing migrated (Eq. 5 is never negative)."""
-        if self.placed is None or name not in ("acceptance", "migrations"):
+        every workload accepted, or nothing migrated or restarted (never negative)."""
+        if self.best.placed is None or stage.name not in ("acceptance", "migrations", "restarts"):
             return False
-        best = sum(w.weight for w in self.work.workloads) if name == "acceptance" else 0.0
-        if abs(self.values[name] - best) > 1e-9:
+        best = sum(w.weight for w in self.work.workloads) if stage.name == "acceptance" else 0.0
+        if abs(self.best.values[stage.name] - best) > 1e-9:
             return False
-        self.stages.append(
-            StageResult(
-                name, best, best, 0.0, True, Termination.OPTIMAL, time.perf_counter() - started, "incumbent"
-            )
-        )
-        self.keeps.append((name, sense, best, tol))
-        self.report(name, "incumbent", True, best, best, Termination.OPTIMAL)
+        self.proven(stage, best, "incumbent", started)
         return True
 
-    def stages_single(self, built: Formulation) -> None:
-        """Every stage on one formulation (``grmu-slots``, ``grmu-paper``)."""
+    def stages_single(self, built: Formulation, stages: Sequence[Stage] | None = None) -> None:
+        """Every stage (or ``stages``) on one formulation (``grmu-slots``, ``grmu-paper``)."""
         missing = [n for n in self.spec.names if n not in built.objectives]
         if missing:
-            model = "grmu-slots" if isinstance(built, GrmuModel) else "grmu-paper"
-            raise InstanceError("objective", f"model {model} has no objective {missing[0]!r}")
+            raise InstanceError("objective", f"model {_label(built)} has no objective {missing[0]!r}")
         if not self.prepare(built):
             self.infeasible = True
             return
-        label = "slots" if isinstance(built, GrmuModel) else "paper"
-        decisive = []
-        for name, sense, tol in self.stage_list():
-            if name == "weighted" or not _is_constant(built.expression(name)):
-                decisive.append((name, sense, tol))
-            else:
-                self.constant(built, name, sense, tol)
-        if (
-            self.spec.mode == "lex"
-            and "intra_moves" in built.objectives
-            and "intra_moves" not in self.spec.names
-        ) and not _is_constant(built.expression("intra_moves")):  # the default last tie-breaker
-            decisive.append(("intra_moves", SENSE["intra_moves"], 0.0))
-        for name, sense, tol in decisive:
+        label = _label(built)
+        for stage in self.stage_list() if stages is None else stages:
             if self.stopped() is not None:
                 break
             started = time.perf_counter()
-            if self.obvious(name, sense, tol, started):
+            if self.obvious(stage, started):
                 continue
             if not self.prepare(built):
                 break
-            result, bound = self.solve_stage(built, name, sense, label)
-            if not self.record(name, sense, tol, result, bound, label, started):
+            if stage.name != "weighted" and _is_constant(built.expression(stage.name)):
+                self.constant(built, stage)
+                continue
+            result, bound = self.solve_stage(built, stage, label)
+            if self.record(built, stage, result, bound, label, started) != "next":
                 break
 
-    def stages_config(self, models: _ConfigModels) -> None:
+    def stages_config(self, models: _ConfigModels, slots: Callable[[], Formulation]) -> None:
         """The staged pipeline of the configuration model (``models/grmu.md``, section Staged proofs).
 
         Stages whose objectives so far are acceptance and hardware run on the aggregated
-        model; a migrations stage first asks whether a placement keeping every running
-        workload home reaches the earlier optima (then 0 migrations is proven), and only
-        otherwise solves the detailed model; weighted objectives run on the detailed model.
+        model (unless a budget binds: it needs the detailed one); a migrations stage first
+        asks whether a placement keeping every running workload home reaches the earlier
+        optima (then 0 migrations is proven), and only otherwise solves the detailed model;
+        weighted objectives run on the detailed model. A stage the configuration model cannot
+        read back as its optimum (restarts, or the budget, hang on starts) and the stages after
+        it run on the slot model (``slots``).
         """
-        seen: set[str] = {name for name, _, _ in self.bounds}
-        for name, sense, tol in self.stage_list():
+        seen: set[str] = {name for name, _, _ in self.limits}
+        stages = self.stage_list()
+        for i, stage in enumerate(stages):
             if self.stopped() is not None:
                 break
             started = time.perf_counter()
-            seen.add(name)
-            if name == "weighted" or not seen <= {"acceptance", "hardware"}:
-                label = "detailed"
-            else:
-                label = "aggregate"
-            if self.obvious(name, sense, tol, started):
+            seen.add(stage.name)
+            label = (
+                "aggregate" if stage.name != "weighted" and seen <= {"acceptance", "hardware"} else "detailed"
+            )
+            if self.obvious(stage, started):
                 continue
-            if name == "migrations" and self.migrations_zero(models, started):
-                continue
-            if name == "intra_moves":  # decided by the per-GPU decode: nothing to solve
-                self.notes.append("intra_moves minimized per GPU by the decoding of the configurations")
+            if stage.name in ("migrations", "restarts") and self.zero(models, stage, started):
                 continue
             built = models.get(label)
             if self.stopped() is not None or not self.prepare(built):
                 if not self.stages:
                     self.infeasible = self.stopped() is None
                 break
-            if name != "weighted" and _is_constant(built.expression(name)):
-                self.constant(built, name, sense, tol)
+            if (
+                stage.name != "weighted"
+                and stage.name not in built.relaxed
+                and _is_constant(built.expression(stage.name))
+            ):
+                self.constant(built, stage)
                 continue
-            result, bound = self.solve_stage(built, name, sense, label)
-            if not self.record(name, sense, tol, result, bound, label, started):
+            result, bound = self.solve_stage(built, stage, label)
+            outcome = self.record(built, stage, result, bound, label, started)
+            if outcome == "slots":
+                self.stages_single(slots(), stages[i:])
+                return
+            if outcome != "next":
                 break
 
-    def migrations_zero(self, models: _ConfigModels, started: float) -> bool:
-        """Prove 0 migrations by a placement that keeps every running workload home; True if done."""
+    def zero(self, models: _ConfigModels, stage: Stage, started: float) -> bool:
+        """Prove ``stage`` (migrations or restarts) 0 by a placement that keeps running workloads
+        home and reaches the optima so far: first every one on its own GPU and start (the
+        ``home`` model), then, for migrations, on its own GPU (the ``restricted`` model)."""
+        for label in ("home", "restricted") if stage.name == "migrations" else ("home",):
+            share = HOME_SHARE if label == "home" else RESTRICTED_SHARE
+            if self.home_answer(models, label, share, stage.name) and self.best.values[stage.name] == 0:
+                self.proven(stage, 0.0, label, started)
+                return True
+        return False
 
-        def proven(label: str) -> bool:
-            self.stages.append(
-                StageResult(
-                    "migrations",
-                    0.0,
-                    0.0,
-                    0.0,
-                    True,
-                    Termination.OPTIMAL,
-                    time.perf_counter() - started,
-                    label,
-                )
-            )
-            self.keeps.append(("migrations", SENSE["migrations"], 0.0, 0.0))
-            self.report("migrations", label, True, 0.0, 0.0, Termination.OPTIMAL)
-            return True
-
-        built = models.get("restricted")
-        if self.stopped() is not None or not self.prepare(built):
+    def home_answer(
+        self, models: _ConfigModels, label: str, share: float, stage: str, reserve: bool = True
+    ) -> bool:
+        """Offer the answer of the ``home`` or ``restricted`` model under the stages kept so far;
+        True when it became the incumbent."""
+        built = models.get(label)
+        if (reserve and self.stopped() is not None) or not self.prepare(built):
             return False
         m = built.model
         m.del_component("stage_objective")
         m.stage_objective = pyo.Objective(expr=0.0 * m.PHI[self.work.hosts[0].id])
-        self.report("migrations", "restricted", False, self.values.get("migrations"), None)
-        result = self.backend.solve(m, self.stage_options(None, RESTRICTED_SHARE))
-        if (
-            result.has_solution
-            and self.offer(built.decode(), "restricted")
-            and self.values["migrations"] == 0
-        ):
-            return proven("restricted")
+        self.report(stage, label, False, self.best.values.get(stage), None)
+        result = self.backend.solve(m, self.stage_options(None, share, reserve))
+        if result.has_solution and self.best.offer(built.decode(), label):
+            return True
         if result.termination is Termination.INFEASIBLE:
-            self.notes.append("no placement keeping every running workload home reaches the optima above")
+            where = "on its GPU and start" if label == "home" else "on its GPU"
+            self.notes.append(f"no placement keeping every running workload {where} reaches the optima above")
         return False
 
     # --- the answer
+
+    def repair(self, models: _ConfigModels | None, fixed: frozenset[str]) -> None:
+        """Bring an unproven answer's restarts down for the acceptance and hardware it reached:
+        the restricted model within the time kept back (when the answer moves workloads to
+        other GPUs), then :func:`~mipopt.exact.keep.keep_running`."""
+        best = self.best
+        if best.placed is None or (
+            self.stages
+            and all(st.proven for st in self.stages)
+            and len(self.stages) >= len(self.stage_list())
+        ):
+            return
+        if best.values.get("restarts", 0.0) == 0:
+            return
+        if models is not None and (self.options.stop is None or not self.options.stop.is_set):
+            started = time.perf_counter()
+            for label in ("home", "restricted"):
+                m = models.get(label).model
+                if not hasattr(m, "repair_floor"):  # the acceptance and hardware reached
+                    m.repair_floor = pyo.ConstraintList()
+                    m.repair_floor.add(m.obj_expr["acceptance"] >= best.values["acceptance"] - 1e-6)
+                    m.repair_floor.add(m.obj_expr["hardware"] <= best.values["hardware"] + 1e-6)
+                if self.home_answer(
+                    models, label, 0.5 if label == "home" else 1.0, "restarts", reserve=False
+                ):
+                    self.notes.append(
+                        f"restarts brought down by the {label} model in {time.perf_counter() - started:.2f} s"
+                    )
+                    break
+        restarts_first = self.spec.order().index("restarts") < self.spec.order().index("migrations")
+        placed = best.placed
+        assert placed is not None
+        kept = keep_running(self.work, placed, fixed, restarts_first=restarts_first)
+        if kept != placed and best.offer(kept, f"{best.source}, running workloads kept home"):
+            self.notes.append("restarts brought down by keeping GPU contents and starts home")
 
     def solution(self, instance: Instance, method: str) -> Solution:
         runtime = time.perf_counter() - self.t0
@@ -573,7 +718,8 @@ class _Run:
         unproven = next((st for st in stages if not st.proven), None)
         wanted = len(self.stage_list())
         done = [st for st in stages if st.proven]
-        if self.placed is None:
+        best = self.best
+        if best.placed is None:
             termination = Termination.INFEASIBLE if self.infeasible else (self.stopped() or Termination.ERROR)
             notes = self.notes or [f"{st.objective}: {st.termination.value}" for st in stages]
             return no_solution(
@@ -587,7 +733,7 @@ class _Run:
             termination = (
                 unproven.termination if unproven is not None else (self.stopped() or Termination.TIME_LIMIT)
             )
-        named = [st for st in stages if st.objective in {n for n, _, _ in self.stage_list()}]
+        named = [st for st in stages if st.objective in {s.name for s in self.stage_list()}]
         shown = unproven or (named[-1] if named else None)
         bound = shown.bound if shown is not None else None
         gap = shown.gap if shown is not None else None
@@ -595,13 +741,13 @@ class _Run:
             f"{st.objective} {value_text(st.value)} ({'proven' if st.proven else st.termination.value}, {st.model}, {st.runtime_s:.2f} s)"
             for st in stages
         ]
-        missing = [n for n, _, _ in self.stage_list() if n not in {st.objective for st in stages}]
+        missing = [s.name for s in self.stage_list() if s.name not in {st.objective for st in stages}]
         if missing and not all_proven:
             notes.append(f"not optimized: {', '.join(missing)}")
-        notes.append(f"answer from {self.source}")
+        notes.append(f"answer from {best.source}")
         sol = solution_for(
             instance,
-            self.placed,
+            best.placed,
             method=method,
             termination=termination,
             status=status,
@@ -613,6 +759,10 @@ class _Run:
         return replace(sol, stages=stages)
 
 
+def _label(built: Formulation) -> str:
+    return "paper" if type(built).__name__ == "GrmuPaperModel" else "slots"
+
+
 class _ConfigModels:
     """The configuration model's variants of one instance, built when first needed."""
 
@@ -621,8 +771,14 @@ class _ConfigModels:
         self.built: dict[str, ConfigModel] = {}
 
     def get(self, mode: str) -> ConfigModel:
+        """The ``aggregate``, ``restricted`` or ``detailed`` variant, or ``home``: the aggregated
+        one with every running workload held on its GPU and start (nothing restarts)."""
         if mode not in self.built:
-            self.built[mode] = build_config(self.work, mode=mode, fixed=self.fixed, closed=self.closed)  # type: ignore[arg-type]
+            if mode == "home":
+                held = (self.fixed or frozenset()) | {w.id for w in self.work.running}
+                self.built[mode] = build_config(self.work, mode="aggregate", fixed=held, closed=self.closed)
+            else:
+                self.built[mode] = build_config(self.work, mode=mode, fixed=self.fixed, closed=self.closed)  # type: ignore[arg-type]
         return self.built[mode]
 
 

@@ -34,9 +34,10 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
     )
     if sol.objectives is not None:
         o = sol.objectives
-        lines.append(
+        line = (
             f"objectives: acceptance {o.acceptance:g}, hardware {o.hardware:g}, migrations {o.migrations:g}"
         )
+        lines.append(line + ("" if o.restarts is None else f", restarts {o.restarts:g}"))
     if sol.status.value != "optimal" and sol.bound is not None:
         gap = "-" if sol.gap is None else f"{sol.gap:.2%}"
         lines.append(f"unproven: bound {sol.bound:g}, gap {gap} (the first unproven stage's, in its units)")
@@ -61,6 +62,9 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
         if m.get("moves_intra_gpu"):
             line += f", {m['moves_intra_gpu']:g} change start on their own GPU"
         lines.append(line)
+        warning = restart_warning(inst, sol)
+        if warning:
+            lines.append(warning)
         if moved and joint:
             lines.append("  (--use-case initial keeps running workloads where they are)")
     lines.append("")
@@ -162,3 +166,44 @@ def rejections_text(rejections: Sequence[Rejection], *, head: str = "rejected") 
         lines.append(f"  {code:<14} {len(group):>4}  {ids}{more}")
         lines.append(f"  {'':<14} {'':>4}  e.g. {group[0].workload}: {group[0].message}")
     return "\n".join(lines)
+
+
+#: Share of the running workloads above which a summary warns of the restarts.
+RESTART_WARNING_SHARE = 0.10
+
+
+def restart_warning(inst: Instance, sol: Solution) -> str | None:
+    """One line when ``sol`` restarts more than :data:`RESTART_WARNING_SHARE` of the running
+    workloads, or optimized restarts without proving them; None otherwise.
+
+    Examples
+    --------
+    >>> import mipopt
+    >>> inst = mipopt.load_instance("instances/moves.json")
+    >>> print(restart_warning(inst, mipopt.load_solution("instances/moves.target.json")))
+    warning: 3 of 5 running workloads restart (more than 10 %); --max-restarts N bounds them, --priority disruption keeps them home unless a new workload needs the room
+    """
+    if sol.metrics:
+        restarted = int(sol.metrics.get("restarted", 0))
+    else:
+        from mipopt.verifier import evaluate
+
+        restarted = int(evaluate(inst, sol.placed())[1]["restarted"])
+    # an exact answer whose restarts no stage proved (a time limit, Ctrl-C) may restart more than needed
+    unproven = (
+        restarted > 0
+        and bool(sol.stages)
+        and sol.status.value != "optimal"
+        and not any(st.objective == "restarts" and st.proven for st in sol.stages)
+    )
+    how = (
+        "--max-restarts N bounds them, --priority disruption keeps them home unless a new workload "
+        "needs the room"
+    )
+    if unproven:
+        return f"warning: {restarted} of {len(inst.running)} running workloads restart, not proven the fewest; {how}"
+    if restarted > RESTART_WARNING_SHARE * len(inst.running):
+        return (
+            f"warning: {restarted} of {len(inst.running)} running workloads restart (more than 10 %); {how}"
+        )
+    return None

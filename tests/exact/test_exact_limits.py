@@ -77,6 +77,7 @@ def test_the_bound_is_in_the_objective_units() -> None:
         ("acceptance", 500.0, 500.0),
         ("hardware", 90.0, 90.0),
         ("migrations", 16.0, 16.0),
+        ("restarts", 4.0, 4.0),
     ]
 
 
@@ -159,11 +160,16 @@ def test_progress_prints_a_line_per_stage_event(capsys: pytest.CaptureFixture[st
         ["acceptance", "incumbent"],
         ["hardware", "aggregate"],
         ["hardware", "aggregate"],
+        ["migrations", "home"],
         ["migrations", "restricted"],
         ["migrations", "detailed"],
         ["migrations", "detailed"],
+        ["restarts", "home"],
+        ["restarts", "detailed"],
+        ["restarts", "slots"],
+        ["restarts", "slots"],
     ]
-    assert lines[-1].endswith("optimal, value 4, bound 4")
+    assert lines[-1].endswith("optimal, value 2, bound 2")
 
 
 def test_too_many_configurations_fall_back_to_the_slot_model(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,13 +141,13 @@ def test_model_is_the_printed_one() -> None:
     assert len(m.eq14_start_multiple_le) == len(m.eq16_last_start) == n * gpus
     assert len(m.eq22_m_up) == len(m.eq23_m_down) == n
     assert built.big_m == 8
-    assert built.objectives == ("acceptance", "hardware", "migrations")
-    with pytest.raises(InstanceError, match="model grmu-paper has no objective 'intra_moves'"):
-        solve_exact(inst, model="grmu-paper", objective="lex:intra_moves")
+    assert built.objectives == ("acceptance", "hardware", "migrations", "restarts")
+    assert len(m.keep) == len(inst.running) and len(m.keep_start) == 2 * len(inst.running)
 
 
-def fixed_at(inst: Instance, placed: dict[str, tuple[str, int]]) -> tuple[float, float, float]:
-    """Hold every variable of the paper model at ``warm_start(placed)``, solve, read Eqs. 3-5."""
+def fixed_at(inst: Instance, placed: dict[str, tuple[str, int]]) -> tuple[float, float, float, float]:
+    """Hold every variable of the paper model at ``warm_start(placed)``, solve, read Eqs. 3-5
+    and the restarts."""
     built = build_grmu_paper(inst)
     values = built.warm_start(placed)
     assert len(values) == built.stats["variables"]
@@ -170,16 +170,16 @@ def test_warm_start_of_first_fit_is_feasible(path: Path) -> None:
     inst = load_instance(path)
     placed = solve(inst, "ff").placed()
     o, _ = evaluate(inst, placed)
-    assert fixed_at(inst, placed) == (o.acceptance, o.hardware, o.migrations)
+    assert fixed_at(inst, placed) == (o.acceptance, o.hardware, o.migrations, o.restarts)
 
 
 def test_eq5_prices_moves_like_the_verifier() -> None:
     # moves.target: 4 x 1.5 to another host + 2 x 2 to another GPU + 0 for a new start
     inst = load_instance(INSTANCES / "moves.json")
     placed = load_solution(INSTANCES / "moves.target.json").placed()
-    assert fixed_at(inst, placed) == (6.0, 5.0, 10.0)
-    placed = {**placed, "new-start": ("h1-g1", 0)}  # start back: no change in Eq. 5
-    assert fixed_at(inst, placed)[2] == 10.0
+    assert fixed_at(inst, placed) == (6.0, 5.0, 10.0, 4.5)  # restarts: 1.5 + 2 + 1
+    placed = {**placed, "new-start": ("h1-g1", 0)}  # start back: no change in Eq. 5, one restart fewer
+    assert fixed_at(inst, placed)[2:] == (10.0, 3.5)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

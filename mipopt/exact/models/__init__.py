@@ -14,7 +14,7 @@ from typing import Protocol
 import pyomo.environ as pyo
 
 from mipopt.errors import InstanceError
-from mipopt.exact.models.grmu_slots import OBJECTIVES, SENSE, GrmuModel, build_grmu
+from mipopt.exact.models.grmu_slots import MEASURES, OBJECTIVES, SENSE, GrmuModel, build_grmu
 from mipopt.instance import Instance
 
 
@@ -25,6 +25,7 @@ class Formulation(Protocol):
     model: pyo.ConcreteModel
     stats: dict[str, int]
     objectives: tuple[str, ...]
+    relaxed: frozenset[str]  # expressions that only bound the verifier's value from below
 
     def expression(self, name: str) -> pyo.Expression: ...
 
@@ -66,4 +67,4 @@ def build(name: str, instance: Instance) -> Formulation:
     return MODELS[name][0](instance)
 
 
-__all__ = ["MODELS", "OBJECTIVES", "SENSE", "Formulation", "GrmuModel", "build", "build_grmu"]
+__all__ = ["MEASURES", "MODELS", "OBJECTIVES", "SENSE", "Formulation", "GrmuModel", "build", "build_grmu"]

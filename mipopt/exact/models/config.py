@@ -20,7 +20,10 @@ Three variants of one builder serve the staged solve of :mod:`mipopt.exact.drive
   multiset are counted.
 * ``detailed``: a GPU holding movable running workloads is named (a binary per
   configuration) and counts its stayers per class of identical running workloads;
-  leavers join the pool; other GPUs are counted. All three objectives are exact.
+  leavers join the pool; other GPUs are counted. Acceptance, hardware and migrations
+  are exact; restarts and the budget's measures count the leavers only, so they are lower
+  bounds (``relaxed``): a start change on a GPU is the decoding's, and the driver checks the
+  decoded placement (and finishes on the slot model when they differ).
 
 Items (pool workloads) are counted per (shape, host, GPU model): a host's GPUs of one
 model offer, per profile, the spots of their chosen configurations, less the spots
@@ -38,6 +41,7 @@ from typing import Literal
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
+from mipopt.exact.models.grmu_slots import OBJECTIVES, leaver_memory
 from mipopt.exact.preprocess import (
     Shape,
     fixed_ids,
@@ -99,6 +103,7 @@ class ConfigModel:
     profile_of: dict[tuple[int, str], int]  # (shape, model name) -> profile index
     objectives: tuple[str, ...]
     stats: dict[str, int] = field(default_factory=dict)
+    relaxed: frozenset[str] = frozenset()
 
     def expression(self, name: str) -> pyo.Expression:
         return self.model.obj_expr[name]
@@ -636,9 +641,20 @@ def build_config(
             4 * instance.workload(ms[0]).migration_weight * (len(ms) - m.K[k])
             for k, (_, ms) in enumerate(stays)
         ) - sum(2 * key[1] * m.Z[key] for key in z_keys)
+        # restarts and the budget's measures, of the leavers only: start changes on a GPU are
+        # decided by the decoding, so these are lower bounds (``relaxed``)
+        leaving = [(instance.workload(ms[0]), len(ms) - m.K[k]) for k, (_, ms) in enumerate(stays)]
+        exprs["restarts"] = sum(w.migration_weight * n for w, n in leaving)
+        exprs["restarted"] = sum(n for _, n in leaving)
+        exprs["moved_memory_gb"] = sum(leaver_memory(instance, w)[0] * n for w, n in leaving)
     elif mode == "restricted":
         exprs["migrations"] = 0.0
-    objectives = tuple(exprs)
+        exprs.update(restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
+    relaxed = frozenset(n for n in ("restarts", "restarted", "moved_memory_gb") if n in exprs)
+    if not any(s.running for s in shapes):  # every running workload held in place: nothing moves
+        exprs.update(migrations=0.0, restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
+        relaxed = frozenset()
+    objectives = tuple(n for n in exprs if n in OBJECTIVES)
     m.obj_expr = pyo.Expression(list(exprs), rule=lambda _m, name: exprs[name])
     stats = {
         "variables": m.nvariables(),
@@ -648,5 +664,17 @@ def build_config(
         "configurations": sum(len(u.configs) for u in units),
     }
     return ConfigModel(
-        instance, mode, m, shapes, units, items, stays, accept, fixed_at, profile_of, objectives, stats
+        instance,
+        mode,
+        m,
+        shapes,
+        units,
+        items,
+        stays,
+        accept,
+        fixed_at,
+        profile_of,
+        objectives,
+        stats,
+        relaxed,
     )

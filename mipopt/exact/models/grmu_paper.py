@@ -27,13 +27,10 @@ from typing import Any
 import pyomo.environ as pyo
 
 from mipopt.catalog import Profile
+from mipopt.exact.models.grmu_slots import OBJECTIVES
 from mipopt.instance import Instance
 
 __all__ = ["OBJECTIVES", "GrmuPaperModel", "build_grmu_paper"]
-
-#: The objectives of Eqs. 3-5. Intra-GPU start changes are not among them: Eq. 5 has
-#: no z', and pricing them would need a new binary per workload and GPU.
-OBJECTIVES = ("acceptance", "hardware", "migrations")
 
 
 @dataclass
@@ -73,9 +70,11 @@ class GrmuPaperModel:
     y_prev: dict[tuple[str, str, str], int]
     stats: dict[str, int] = field(default_factory=dict)
     objectives: tuple[str, ...] = OBJECTIVES
+    relaxed: frozenset[str] = frozenset()
 
     def expression(self, name: str) -> pyo.Expression:
-        """Objective ``name`` (Eq. 3, 4 or 5); pinned workloads' terms are included."""
+        """Objective ``name`` (Eq. 3, 4 or 5, restarts, or a measure of
+        :data:`~mipopt.exact.models.grmu_slots.MEASURES`); pinned workloads' terms are included."""
         return self.model.obj_expr[name]
 
     def decode(self) -> dict[str, tuple[str, int]]:
@@ -123,6 +122,9 @@ class GrmuPaperModel:
         gpus_on = {gpu for gpu, _ in placed.values()}
         for j, k in mdl.JK:
             put(mdl.gamma[j, k], k in gpus_on)
+        current = self.instance.current_placement()
+        for i in mdl.keep:
+            put(mdl.keep[i], placed.get(i) == current[i])
         return values
 
 
@@ -131,7 +133,9 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
 
     Running workloads stay placed (``running_kept``); pinned ones have x, y, z and beta
     fixed at their placement; new ones may be rejected. The objective expressions
-    ``acceptance`` (Eq. 3), ``hardware`` (Eq. 4) and ``migrations`` (Eq. 5) are built,
+    ``acceptance`` (Eq. 3), ``hardware`` (Eq. 4) and ``migrations`` (Eq. 5) are built, and
+    (not in the paper) ``restarts`` with the budget's measures, through a binary ``keep`` per
+    running workload that is 1 only if it ends on its GPU at its start;
     no objective is active.
 
     Parameters
@@ -371,7 +375,26 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
             if delta[i] > 0
         ),
     }
-    mdl.obj_expr = pyo.Expression(list(OBJECTIVES), rule=lambda _, name: exprs[name])
+    # not in the paper: keep_i = 1 only if running workload i ends on its GPU at its start
+    movable = [w for w in inst.workloads if w.id in current and not w.pinned]
+    mdl.keep = pyo.Var([w.id for w in movable], domain=pyo.Binary)
+    mdl.keep_gpu = pyo.ConstraintList()
+    mdl.keep_start = pyo.ConstraintList()
+    for w in movable:
+        k0, t0 = current[w.id]
+        j0, keep, span = host_of[k0], mdl.keep[w.id], inst.gpu(k0).model.slots
+        mdl.keep_gpu.add(keep <= y[w.id, j0, k0])
+        mdl.keep_start.add(z[w.id, j0, k0] - t0 <= span * (1 - keep))
+        mdl.keep_start.add(t0 - z[w.id, j0, k0] <= span * (1 - keep))
+    exprs["restarts"] = sum(work[w.id].migration_weight * (1 - mdl.keep[w.id]) for w in movable)
+    exprs["restarted"] = sum(1 - mdl.keep[w.id] for w in movable)
+    exprs["moved_memory_gb"] = sum(
+        profile[w.id, k].memory_gb * y[w.id, j, k]
+        for w in movable
+        for j, k in mdl.JK
+        if k != current[w.id][0] and (w.id, k) in profile
+    )
+    mdl.obj_expr = pyo.Expression(list(exprs), rule=lambda _, name: exprs[name])
 
     stats = {
         "variables": mdl.nvariables(),

@@ -31,13 +31,17 @@ from mipopt.catalog import GpuModel
 from mipopt.exact.preprocess import Shape, fixed_ids, gpu_classes, movable_shapes, open_placements
 from mipopt.instance import Instance, Workload
 
-OBJECTIVES = ("acceptance", "hardware", "migrations", "intra_moves")
+#: The objectives of every model (GRMU Eqs. 3-5 and restarts, ``docs/formats.md``).
+OBJECTIVES = ("acceptance", "hardware", "migrations", "restarts")
 SENSE = {
     "acceptance": pyo.maximize,
     "hardware": pyo.minimize,
     "migrations": pyo.minimize,
-    "intra_moves": pyo.minimize,
+    "restarts": pyo.minimize,
 }
+#: What a :class:`~mipopt.instance.Budget` bounds, by the verifier's metric names: running
+#: workloads restarted (a count) and GB moved to another GPU. Every model builds both.
+MEASURES = ("restarted", "moved_memory_gb")
 
 
 @dataclass
@@ -67,6 +71,7 @@ class GrmuModel:
     fixed: dict[str, tuple[str, int]]
     stats: dict[str, int] = field(default_factory=dict)
     objectives: tuple[str, ...] = OBJECTIVES
+    relaxed: frozenset[str] = frozenset()
 
     def expression(self, name: str) -> pyo.Expression:
         return self.model.obj_expr[name]
@@ -204,9 +209,11 @@ def _on(var: pyo.Var) -> bool:
 def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuModel:
     """Build the tight GRMU model of ``instance``.
 
-    Running workloads stay placed, new ones may be rejected; the objective
-    expressions ``acceptance``, ``hardware``, ``migrations`` and ``intra_moves``
-    are built but no objective is active.
+    Running workloads stay placed, new ones may be rejected; the expressions of
+    :data:`OBJECTIVES` and :data:`MEASURES` are built but no objective is active.
+    ``moved_memory_gb`` counts a leaver at its profile's smallest memory over the GPU
+    models it may use: exact when that is the same on all of them, else a lower bound
+    (named in ``relaxed``).
 
     Parameters
     ----------
@@ -376,20 +383,23 @@ def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuMo
     migrations = sum(4 * instance.workload(w).migration_weight * gone[w] for w in gone) - sum(
         2 * key[1] * m.Z[key] for key in z_keys
     )
-    intra = sum(
-        m.S[k]
-        for k, (wid, s) in enumerate(stays)
-        if s != instance.workload(wid).placement.start  # type: ignore[union-attr]
-    )
-    m.obj_expr = pyo.Expression(
-        list(OBJECTIVES),
-        rule=lambda _m, name: {
-            "acceptance": acceptance,
-            "hardware": hardware,
-            "migrations": migrations,
-            "intra_moves": intra,
-        }[name],
-    )
+    # restarts: a running workload that leaves its GPU, or takes another start on it
+    moved = {
+        wid: gone[wid]
+        + sum(m.S[k] for k in stays_of[wid] if stays[k][1] != instance.workload(wid).placement.start)  # type: ignore[union-attr]
+        for wid in gone
+    }
+    memory = {wid: leaver_memory(instance, instance.workload(wid)) for wid in gone}
+    exprs = {
+        "acceptance": acceptance,
+        "hardware": hardware,
+        "migrations": migrations,
+        "restarts": sum(instance.workload(w).migration_weight * moved[w] for w in moved),
+        "restarted": sum(moved.values()),
+        "moved_memory_gb": sum(memory[w][0] * gone[w] for w in gone),
+    }
+    m.obj_expr = pyo.Expression(list(exprs), rule=lambda _m, name: exprs[name])
+    relaxed = frozenset({"moved_memory_gb"} if any(lo != hi for lo, hi in memory.values()) else ())
     stats = {
         "variables": m.nvariables(),
         "constraints": m.nconstraints(),
@@ -397,4 +407,12 @@ def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuMo
         "pool_slots": len(pool),
         "stays": len(stays),
     }
-    return GrmuModel(instance, m, shapes, pool, stays, accept, fixed_at, stats)
+    return GrmuModel(instance, m, shapes, pool, stays, accept, fixed_at, stats, relaxed=relaxed)
+
+
+def leaver_memory(instance: Instance, w: Workload) -> tuple[float, float]:
+    """The smallest and largest memory (GB) of ``w``'s profile over the GPU models it may use."""
+    sizes = [
+        p.memory_gb for model in instance.models.values() if (p := instance.profile_on(w, model)) is not None
+    ]
+    return min(sizes), max(sizes)
