@@ -200,10 +200,10 @@ def sweep(instance: Instance, **options: Any) -> Front:
 
 
 def _rule(function: str) -> Callable[..., Solution]:
-    def run(instance: Instance) -> Solution:
+    def run(instance: Instance, **options: Any) -> Solution:
         from mipopt import heuristics  # exports IBM's five batch rules
 
-        solution: Solution = getattr(heuristics, function)(instance)
+        solution: Solution = getattr(heuristics, function)(instance, **options)  # budget, if it moves
         return solution
 
     return run
@@ -277,7 +277,7 @@ def _table() -> dict[str, MethodSpec]:
             "ibm-compaction",
             "heuristic",
             "IBM rule-based compaction: moves running workloads only",
-            (),
+            ("budget",),
             _rule("ibm_compaction"),
             moves=True,
         ),
@@ -285,7 +285,7 @@ def _table() -> dict[str, MethodSpec]:
             "ibm-reconfiguration",
             "heuristic",
             "IBM rule-based reconfiguration: moves running workloads only",
-            (),
+            ("budget",),
             _rule("ibm_reconfiguration"),
             moves=True,
         ),
@@ -293,7 +293,7 @@ def _table() -> dict[str, MethodSpec]:
             "ibm-joint",
             "heuristic",
             "IBM reconfiguration, then initial deployment",
-            (),
+            ("budget",),
             _rule("ibm_joint"),
             moves=True,
         ),

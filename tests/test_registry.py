@@ -36,7 +36,7 @@ def test_every_heuristic_gives_a_verified_solution(name: str, fbk_fig3: mipopt.I
     ("method", "options", "message"),
     [
         ("mfi", {"objective": "lex:acceptance"}, "objective: method mfi takes no objective (it takes: seed)"),
-        ("ibm-joint", {"seed": 3}, "seed: method ibm-joint takes no seed (it takes: no options)"),
+        ("ibm-joint", {"seed": 3}, "seed: method ibm-joint takes no seed (it takes: budget)"),
         (
             "exact",
             {"model": "wpm", "objective": "lex:acceptance"},

@@ -8,10 +8,13 @@ from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.verifier import solution_for
 
 
-def completed(instance: Instance, placed: dict[str, tuple[str, int]], method: str, t0: float) -> Solution:
+def completed(
+    instance: Instance, placed: dict[str, tuple[str, int]], method: str, t0: float, message: str = ""
+) -> Solution:
     """A heuristic's result: ``termination`` completed, ``status`` feasible, runtime since ``t0``.
 
-    New workloads missing from ``placed`` are listed as rejected.
+    New workloads missing from ``placed`` are listed as rejected; ``message`` says what the
+    heuristic wants known (the requests its budget left out: :func:`mipopt.instance.budget.budget_note`).
     """
     return solution_for(
         instance,
@@ -20,4 +23,5 @@ def completed(instance: Instance, placed: dict[str, tuple[str, int]], method: st
         termination=Termination.COMPLETED,
         status=Status.FEASIBLE,
         runtime_s=time.perf_counter() - t0,
+        message=message,
     )

@@ -17,6 +17,12 @@ sequential migration". All three share the vectorized cluster state of
   compute slices over the GPU's own; GPU ties go to the id that comes first.
 * **index**: the first legal free start in Table 1's preference order
   (:func:`mipopt.geometry.preference_order`).
+
+The rules that move running workloads (compaction, reconfiguration, joint) take a
+:class:`~mipopt.instance.Budget` (``max_restarts``, ``max_moved_gb``): a step whose result
+would restart more running workloads, or move more GB of them to another GPU, than the budget
+allows, counted from where they ran at the start (:func:`mipopt.instance.budget.disruption`),
+is skipped. Each function's docstring says what its steps are.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from mipopt.heuristics.base import completed
-from mipopt.instance import Instance, Placement, Solution, Workload
+from mipopt.instance import Budget, Instance, Placement, Solution, Workload
+from mipopt.instance.budget import budget_note, disruption
 from mipopt.state.cluster import Cluster
 
 __all__ = ["ibm_compaction", "ibm_initial", "ibm_joint", "ibm_reconfiguration", "min_gpus"]
@@ -153,7 +160,12 @@ def _try_vacate(cluster: Cluster, k: int, targets: npt.NDArray[np.bool_]) -> Clu
     return trial
 
 
-def ibm_compaction(instance: Instance) -> Solution:
+def _within(budget: Budget | None, instance: Instance, placed: dict[str, tuple[str, int]]) -> bool:
+    """Whether ``placed`` keeps ``budget`` (None: no limit)."""
+    return budget is None or budget.allows(disruption(instance, placed))
+
+
+def ibm_compaction(instance: Instance, *, budget: Budget | None = None) -> Solution:
     """IBM rule-based compaction: vacate GPUs by moving running workloads onto other used GPUs.
 
     New workloads are not considered (rejected). Section 4.2, "Compaction
@@ -188,6 +200,13 @@ def ibm_compaction(instance: Instance) -> Solution:
     Fig. 4 answer (gpu3 into the free partitions of gpu1 and gpu2) rather than
     spending a free GPU on the least utilized GPU.
 
+    Parameters
+    ----------
+    budget
+        The steps are the GPUs vacated: a vacating (with its free GPU, the two GPUs of a
+        second-pass step together) whose result would break the budget is skipped, and the
+        next GPU in order is tried.
+
     Returns
     -------
     Solution
@@ -195,6 +214,10 @@ def ibm_compaction(instance: Instance) -> Solution:
     """
     t0 = time.perf_counter()
     cluster = Cluster(instance)
+
+    def within(trial: Cluster) -> bool:
+        return _within(budget, instance, trial.placed)
+
     allocated = cluster.used > 0
     order = _by_utilization(cluster, np.flatnonzero(allocated))
     vacated: set[int] = set()
@@ -207,7 +230,7 @@ def ibm_compaction(instance: Instance) -> Solution:
 
     for k in order:
         trial = _try_vacate(cluster, k, targets_for(k, allocated, vacated))
-        if trial is not None:
+        if trial is not None and within(trial):
             cluster = trial
             vacated.add(k)
         elif not any(w.pinned for w in _on(cluster, k)):
@@ -232,10 +255,10 @@ def ibm_compaction(instance: Instance) -> Solution:
             if other in vacated or other in gone:
                 continue
             attempt = _try_vacate(trial, other, targets_for(other, alloc, vacated | gone))
-            if attempt is not None:
+            if attempt is not None and within(attempt):
                 trial = attempt
                 gone.add(other)
-        if len(gone) >= 2:
+        if len(gone) >= 2 and within(trial):
             cluster, allocated = trial, alloc
             vacated |= gone
 
@@ -278,7 +301,7 @@ def _extra_memory(cluster: Cluster, w: Workload, k: int) -> bool:
     return p is not None and p.memory_slots > p.compute
 
 
-def ibm_reconfiguration(instance: Instance) -> Solution:
+def ibm_reconfiguration(instance: Instance, *, budget: Budget | None = None) -> Solution:
     """IBM rule-based reconfiguration: redeploy the running workloads onto as few GPUs as it can.
 
     New workloads are not considered (rejected); pinned workloads stay. Section 4.2:
@@ -316,32 +339,63 @@ def ibm_reconfiguration(instance: Instance) -> Solution:
     order. If no count up to all GPUs works, the running placement is returned
     unchanged.
 
+    Parameters
+    ----------
+    budget
+        The steps are the GPU counts n tried. The rule's redeployment on n GPUs is kept only
+        when it holds the budget; when it does not, the same n is tried keeping in place the
+        workloads of the n most utilized used GPUs (pinned ones' first, then by joint slice
+        utilization, ties by id) and redeploying (Steps 3-5) only those of the other GPUs
+        onto them. Moving fewer workloads the larger n is, this reaches the running placement
+        unchanged at n = the used GPUs, so some n holds any budget.
+
     Returns
     -------
     Solution
         ``termination`` completed, ``status`` feasible; new workloads rejected.
     """
     t0 = time.perf_counter()
-    return completed(instance, _reconfigured(instance), METHOD_RECONFIGURATION, t0)
+    return completed(instance, _reconfigured(instance, budget), METHOD_RECONFIGURATION, t0)
 
 
-def _reconfigured(instance: Instance) -> dict[str, tuple[str, int]]:
+def _reconfigured(instance: Instance, budget: Budget | None = None) -> dict[str, tuple[str, int]]:
     """Reconfiguration's placement of the running workloads (see :func:`ibm_reconfiguration`)."""
-    base = Cluster(instance)
+    start = Cluster(instance)
+    base = start.copy()
     ranked = _by_utilization(base, np.arange(len(instance.gpus)))
     movable = [w for w in instance.running if not w.pinned]
     for w in movable:
         base.remove(w)
     pinned_gpus = [k for k in ranked if base.used[k] > 0]
     others = [k for k in ranked if base.used[k] == 0]
+    # under a budget: the used GPUs to keep as they are, pinned ones first, then the fullest
+    used = [k for k in ranked if start.used[k] > 0 and k not in pinned_gpus]
+    keep = pinned_gpus + sorted(used, key=lambda k: (-start.used[k] / start.size[k], start.id_rank[k]))
     n = max(min_gpus(instance, instance.running), len(pinned_gpus))
     while n <= len(instance.gpus):
         chosen = pinned_gpus + others[: n - len(pinned_gpus)]
         placed = _redeploy(base, movable, chosen)
-        if placed is not None:
+        if placed is not None and _within(budget, instance, placed):
             return placed
+        if budget is not None and n <= len(keep):
+            placed = _redeploy_around(start, keep[:n], ranked)
+            if placed is not None and _within(budget, instance, placed):
+                return placed
         n += 1
     return instance.current_placement()
+
+
+def _redeploy_around(start: Cluster, kept: list[int], ranked: list[int]) -> dict[str, tuple[str, int]] | None:
+    """Steps 3-5 for the movable workloads off the ``kept`` GPUs, onto the ``kept`` GPUs (in
+    Step 2's order) around what they hold; None if some workload fits none."""
+    base = start.copy()
+    on = set(kept)
+    movers = [
+        w for w in start.instance.running if not w.pinned and start.position[start.placed[w.id][0]] not in on
+    ]
+    for w in movers:
+        base.remove(w)
+    return _redeploy(base, movers, [k for k in ranked if k in on])
 
 
 def _media(cluster: Cluster, w: Workload, k: int) -> bool:
@@ -373,20 +427,47 @@ def _redeploy(base: Cluster, movable: list[Workload], chosen: list[int]) -> dict
     return cluster.placed
 
 
-def ibm_joint(instance: Instance) -> Solution:
+def ibm_joint(instance: Instance, *, budget: Budget | None = None) -> Solution:
     """The joint question with the rules: reconfigure the running workloads, then deploy the new ones.
 
     The paper has no rule-based joint heuristic (the joint MIP answers it); this is the
     composition of its two: :func:`ibm_reconfiguration` on the running workloads, then
     :func:`ibm_initial` for the new ones around where the running ones now sit. Migrations
     count against where they ran at the start.
+
+    Parameters
+    ----------
+    budget
+        Held by the reconfiguration (see :func:`ibm_reconfiguration`); the deployment moves
+        nothing. A request that the rules place without the budget but not with it is named
+        in the solution's ``message`` as left out by the budget
+        (:func:`mipopt.instance.budget.left_out_by_budget`).
     """
     t0 = time.perf_counter()
-    moved = _reconfigured(instance)
+    placed = _joint(instance, budget)
+    note = ""
+    if budget is not None and not budget.unlimited:
+        free = _joint(instance, None)
+        if free != placed:
+            moves = disruption(instance, free)
+            why = (
+                f"placing it needed the reconfiguration without the budget, which restarts "
+                f"{moves['restarted']:g} running workloads and moves {moves['moved_memory_gb']:g} GB: "
+                f"{budget.exceeded(moves)}"
+            )
+            note = budget_note(
+                budget, {w.id: why for w in instance.new if w.id in free and w.id not in placed}
+            )
+    return completed(instance, placed, METHOD_JOINT, t0, note)
+
+
+def _joint(instance: Instance, budget: Budget | None) -> dict[str, tuple[str, int]]:
+    """:func:`ibm_joint`'s placement: reconfiguration within ``budget``, then initial deployment."""
+    moved = _reconfigured(instance, budget)
     after = replace(
         instance,
         workloads=tuple(
             replace(w, placement=Placement(*moved[w.id])) if w.id in moved else w for w in instance.workloads
         ),
     )
-    return completed(instance, _deployed(after), METHOD_JOINT, t0)
+    return _deployed(after)
