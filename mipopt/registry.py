@@ -210,11 +210,11 @@ def _rule(function: str) -> Callable[..., Solution]:
 
 
 def _policy(spec: str) -> Callable[..., Solution]:
-    def run(instance: Instance, *, seed: int = 0) -> Solution:
+    def run(instance: Instance, *, seed: int = 0, budget: Budget | None = None) -> Solution:
         from mipopt.heuristics.policies import make_policy
         from mipopt.heuristics.policy import run_batch
 
-        return run_batch(make_policy(spec, "method"), instance, seed=seed)
+        return run_batch(make_policy(spec, "method"), instance, seed=seed, budget=budget)
 
     return run
 
@@ -241,6 +241,11 @@ def _policy_moves(policy: Policy) -> bool:
     if isinstance(policy, Adapter):
         return _policy_moves(policy.inner)
     return type(policy).on_reject is not Policy.on_reject and getattr(policy, "defrag", True) is not False
+
+
+def _policy_options(policy: Policy) -> tuple[str, ...]:
+    """A policy in batch takes a seed, and a budget when it may move running workloads."""
+    return ("seed", "budget") if _policy_moves(policy) else ("seed",)
 
 
 def _table() -> dict[str, MethodSpec]:
@@ -310,7 +315,7 @@ def _table() -> dict[str, MethodSpec]:
                 name,
                 "heuristic",
                 summary,
-                ("seed",),
+                _policy_options(made),
                 _policy(policy),
                 policy=policy,
                 moves=_policy_moves(made),
@@ -428,7 +433,7 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
         spec,
         "heuristic",
         f"online policy: {made.describe()}",
-        ("seed",),
+        _policy_options(made),
         _policy(policy),
         policy=policy,
         moves=_policy_moves(made),

@@ -37,7 +37,7 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile
 from mipopt.geometry import NO_START, tables_for
-from mipopt.heuristics.policy import Policy
+from mipopt.heuristics.policy import BudgetGuard, Policy
 from mipopt.instance import Workload
 from mipopt.state.cluster import Cluster
 
@@ -137,6 +137,12 @@ class Adapter(Policy):
         return sum(self._extra.values())
 
     # --- events: the inner policy's, then borrowing and returning
+
+    def hold(self, guard: BudgetGuard) -> None:
+        """The inner policy holds the budget: its migrations move running workloads; borrowing
+        and returning move only requests."""
+        super().hold(guard)
+        self.inner.hold(guard)
 
     def start(self, cluster: Cluster, rng: np.random.Generator) -> None:
         self.borrowers.clear()

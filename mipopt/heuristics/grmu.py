@@ -209,6 +209,10 @@ class Grmu(Policy):
       global index moves to the lowest-indexed partner where it fits (Alg. 5 says
       "any"; this keeps the low indices that first fit prefers busy), which becomes
       full, and the emptied GPU goes back to the pool.
+    * **Budget** (:meth:`Policy.hold`, batch runs with ``max_restarts`` or ``max_moved_gb``):
+      a defragmentation, or a consolidation's move, that would take the running workloads'
+      restarts or GB moved over the budget is skipped (tried on a copy of the cluster first);
+      a request a skipped defragmentation would have placed is recorded as left out by it.
 
     Both migrations run through the migration planner
     (:func:`mipopt.migrate.execute.execute`, create before
@@ -304,14 +308,41 @@ class Grmu(Policy):
         return k, int(start[k])
 
     def on_reject(self, cluster: Cluster, w: Workload, now: float) -> bool:
-        """Alg. 4, then one more try."""
-        if not self.defrag or not self.defragment(cluster):
+        """Alg. 4, then one more try; under a budget (:meth:`Policy.hold`), only a defragmentation
+        that keeps the restarts and GB moved within it."""
+        if not self.defrag or not self._within_budget(cluster, w, now) or not self.defragment(cluster):
             return False
         at = self.choose(cluster, w, now)
         if at is None:
             return False
         cluster.place(w, *at)
         return True
+
+    def _within_budget(self, cluster: Cluster, w: Workload, now: float) -> bool:
+        """Whether the defragmentation :meth:`on_reject` would make keeps the held budget.
+
+        It is tried on a copy of the cluster; when it breaks the budget it is skipped, and
+        ``w`` is recorded as left out by the budget if it would have fitted afterwards.
+        """
+        if self.guard is None or not self.guard.limited:
+            return True
+        trial = cluster.copy()
+        moved = self.defragment(trial)
+        why = self.over_budget(trial) if moved else None
+        if why is None:
+            return True
+        self.guard.skipped += 1
+        basket = self.basket.copy()  # choose may take a pool GPU into a basket: not for a trial
+        fits = self.choose(trial, w, now) is not None
+        self.basket = basket
+        if fits:
+            gpu = cluster.instance.gpus[moved[0].source[0]].id
+            self.guard.refuse(
+                w,
+                f"placing it needed GRMU's defragmentation of {gpu} ({len(moved)} relocation"
+                f"{'' if len(moved) == 1 else 's'}): {why}",
+            )
+        return False
 
     def depart(self, cluster: Cluster, w: Workload, now: float) -> None:
         k = cluster.position[cluster.placed[w.id][0]]
@@ -367,6 +398,12 @@ class Grmu(Policy):
             if not partners:
                 continue
             target = partners[0]
+            if self.guard is not None and self.guard.limited:
+                trial = cluster.copy()
+                execute(trial, {wid: (target, int(start[target]))})
+                if self.over_budget(trial) is not None:  # this pair would break the budget
+                    self.guard.skipped += 1
+                    continue
             moves += execute(cluster, {wid: (target, int(start[target]))})
             left -= {source, target}
             self.basket[source] = POOL

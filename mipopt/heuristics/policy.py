@@ -10,22 +10,67 @@ and every ``tick`` time units (:meth:`Policy.on_tick`, e.g. GRMU's consolidation
 Policies are made by name by :func:`mipopt.heuristics.policies.make_policy`, which reads
 the one table of names (:data:`mipopt.heuristics.policies.POLICIES`); this module is the
 base the policy modules build on, below that table.
+
+In batch, a policy that migrates holds a :class:`~mipopt.instance.Budget` on restarts and GB
+moved (:func:`run_batch`, :class:`BudgetGuard`): it tries each migration on a copy of the
+cluster and skips it when the running workloads' restarts or GB moved, counted from where
+they ran at the start, would exceed the budget.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from mipopt.heuristics.base import completed
-from mipopt.instance import Instance, Solution, Workload
+from mipopt.instance import Budget, Instance, Solution, Workload
+from mipopt.instance.budget import UNLIMITED, budget_note, disruption
 from mipopt.state.cluster import Cluster
 
-__all__ = ["Decision", "Policy", "run_batch"]
+__all__ = ["BudgetGuard", "Decision", "Policy", "run_batch"]
 
 Decision = tuple[int, int] | None  # (GPU position, start) or rejected
+
+
+@dataclass
+class BudgetGuard:
+    """The budget a batch run holds, shared by a policy and the policies it wraps.
+
+    Restarts and GB moved are counted as :func:`mipopt.instance.budget.disruption` counts them:
+    the running workloads of the cluster's instance against where they ran, whatever moved
+    them on the way; workloads the run placed itself are new and never count.
+
+    Attributes
+    ----------
+    budget
+        The limit.
+    left_out
+        Request id -> why: the requests that a migration the budget refused would have placed.
+    skipped
+        Migrations skipped because they would break the budget (defragmentations,
+        consolidation moves, re-optimizations).
+    """
+
+    budget: Budget = UNLIMITED
+    left_out: dict[str, str] = field(default_factory=dict)
+    skipped: int = 0
+
+    @property
+    def limited(self) -> bool:
+        return not self.budget.unlimited
+
+    def exceeded(self, cluster: Cluster) -> str | None:
+        """Why ``cluster``'s state breaks the budget (``restarts 3 > --max-restarts 2``), or None."""
+        if self.budget.unlimited:
+            return None
+        return self.budget.exceeded(disruption(cluster.instance, cluster.placed))
+
+    def refuse(self, w: Workload, why: str) -> None:
+        """Record that placing request ``w`` needed a migration the budget refused (``why``)."""
+        self.left_out.setdefault(w.id, why)
 
 
 class Policy:
@@ -41,6 +86,8 @@ class Policy:
 
     name: ClassVar[str] = ""
     tick: float | None = None
+    #: The budget held in batch (:meth:`hold`); None: no limit, as in the simulator.
+    guard: BudgetGuard | None = None
 
     def start(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Called once before the first event; reset any state kept between decisions."""
@@ -76,21 +123,41 @@ class Policy:
         """The placement a batch run reports: everything on the cluster (at its own profile)."""
         return dict(cluster.placed)
 
+    def hold(self, guard: BudgetGuard) -> None:
+        """Hold ``guard``'s budget in every migration from now on (a wrapper passes it on)."""
+        self.guard = guard
+
+    def over_budget(self, cluster: Cluster) -> str | None:
+        """Why ``cluster`` (a trial copy after a migration) breaks the held budget, or None."""
+        return None if self.guard is None else self.guard.exceeded(cluster)
+
     def describe(self) -> str:
         """One line for reports: the rule, from the class docstring."""
         doc = (type(self).__doc__ or "").strip().splitlines()
         return doc[0] if doc else self.name
 
 
-def run_batch(policy: Policy, instance: Instance, *, seed: int = 0) -> Solution:
+def run_batch(policy: Policy, instance: Instance, *, seed: int = 0, budget: Budget | None = None) -> Solution:
     """The policy in batch mode: the instance's new workloads arrive in file order at time 0.
 
     Running workloads start where they run; whatever the policy migrates shows in the
     solution as moves. The solution is what the verifier checks.
+
+    Parameters
+    ----------
+    budget
+        At most this many running workloads restarted and GB moved at the end; a migration
+        that would take either over it is skipped (:class:`BudgetGuard`). The requests left
+        out because of it are named in the solution's ``message``
+        (:func:`mipopt.instance.budget.left_out_by_budget` reads them).
     """
     t0 = time.perf_counter()
     cluster = Cluster(instance)
+    guard = BudgetGuard(budget or UNLIMITED)
+    policy.hold(guard)
     policy.start(cluster, np.random.default_rng(seed))
     for w in instance.new:
         policy.arrive(cluster, w, 0.0)
-    return completed(instance, policy.finish_batch(cluster), f"{policy.name} (batch)", t0)
+    placed = policy.finish_batch(cluster)
+    note = budget_note(guard.budget, {w: why for w, why in guard.left_out.items() if w not in placed})
+    return completed(instance, placed, f"{policy.name} (batch)", t0, note)

@@ -28,6 +28,15 @@ cluster's current state and carries out its answer:
   counted by the cluster); a plan that would drain a workload (stop it on the way) is
   first tried on a copy of the cluster and refused unless ``drains=true``. The new
   workloads the answer places are then placed at their spots.
+* **Budget** (:meth:`Policy.hold`, a batch run with ``max_restarts`` or ``max_moved_gb``). The
+  model holds what the budget leaves (:func:`mipopt.exact.driver.solve_exact`'s ``budget``): it counts
+  every relocation from the state now, the requests placed earlier included, which is never
+  looser than the budget's count from where the running workloads ran at the start. The answer
+  is then carried out on a copy of the cluster; if it breaks the budget after all, nothing
+  changes (``over_budget``) and a request it placed is recorded as left out by the budget. When
+  the answer leaves the request without a place, one more solve without the budget (its time
+  counted in ``solve_s``) says whether the budget left it out. The base policy holds the same
+  budget.
 * **Counters** (:attr:`Reopt.stats`, reset by :meth:`Policy.start`, so one replay's):
   ``reopts`` (solves), ``reopts_rejection``, ``reopts_interval``,
   ``reopts_fragmentation``, ``reopts_applied`` (those that changed the cluster),
@@ -37,8 +46,9 @@ cluster's current state and carries out its answer:
   relocation, as the planner's ``moved_memory_gb``), ``placed_by_reopt`` (requests the
   base policy rejected that a re-optimization placed), ``drain_refusals``,
   ``skipped_same_state``, ``budget_exhausted`` (1 once ``budget_s`` seconds of solving
-  have been spent: from then on the policy is its base alone) and ``budget_exhausted_at``
-  (the simulated time then, or None). The simulator counts the same moves and parks
+  have been spent: from then on the policy is its base alone), ``budget_exhausted_at``
+  (the simulated time then, or None) and ``over_budget`` (re-optimizations not carried out
+  because of the restart and GB budget, not ``budget_s``). The simulator counts the same moves and parks
   in its own summary (``migrations``, ``parking_moves``).
 
 Same seed, same result, as long as every solve ends with a proof: a solve that the time limit
@@ -54,8 +64,9 @@ from typing import Any
 
 import numpy as np
 
-from mipopt.heuristics.policy import Policy
-from mipopt.instance import Instance, Placement, Status, Workload
+from mipopt.heuristics.policy import BudgetGuard, Policy
+from mipopt.instance import Budget, Instance, Placement, Solution, Status, Workload
+from mipopt.instance.budget import disruption
 from mipopt.state.cluster import Cluster
 from mipopt.verifier import evaluate
 
@@ -80,6 +91,7 @@ STAT_KEYS = (
     "skipped_same_state",
     "budget_exhausted",
     "budget_exhausted_at",
+    "over_budget",
 )
 #: Migration weight of every running workload in the re-optimization model (inter-GPU move = 1).
 MIGRATION_WEIGHT = 0.5
@@ -173,6 +185,7 @@ class Reopt(Policy):
         self.stats: dict[str, Any] = {}
         self._version = 0  # changes whenever the cluster does through this policy
         self._failed: dict[str, int] = {}  # profile -> version at which a re-optimization could not place it
+        self._failed_why: dict[str, str | None] = {}  # profile -> why the budget left it out then
         self._above = False
         self._reset()
 
@@ -187,9 +200,15 @@ class Reopt(Policy):
         self.stats["budget_exhausted_at"] = None
         self._version = 0
         self._failed = {}
+        self._failed_why = {}
         self._above = False
 
     # --- the policy interface
+
+    def hold(self, guard: BudgetGuard) -> None:
+        """Hold the budget in the re-optimizations and in the base policy's own migrations."""
+        super().hold(guard)
+        self.base.hold(guard)
 
     def start(self, cluster: Cluster, rng: np.random.Generator) -> None:
         self._reset()
@@ -217,11 +236,15 @@ class Reopt(Policy):
         profile = str(w.profile)
         if self._failed.get(profile) == self._version:
             self.stats["skipped_same_state"] += 1
+            why = self._failed_why.get(profile)
+            if why is not None and self.guard is not None:
+                self.guard.refuse(w, why)  # the same state: the same budget left it out
             return False
         placed = self.reoptimize(cluster, [w], now, "rejection")
         if w.id in placed:
             return True
         self._failed[profile] = self._version
+        self._failed_why[profile] = None if self.guard is None else self.guard.left_out.get(w.id)
         return False
 
     def depart(self, cluster: Cluster, w: Workload, now: float) -> None:
@@ -245,9 +268,7 @@ class Reopt(Policy):
 
         Returns the ids of the ``new`` workloads placed (empty when nothing changed).
         """
-        from mipopt.exact.driver import solve_exact  # pyomo: only when re-optimizing
         from mipopt.migrate.execute import execute
-        from mipopt.solvers import SolverOptions
 
         if self.stats["budget_exhausted"]:
             return set()
@@ -255,6 +276,49 @@ class Reopt(Policy):
             self.stats["budget_exhausted"] = 1
             self.stats["budget_exhausted_at"] = now
             return set()
+        left = self._left(cluster)
+        instance, sol = self._solve(cluster, new, left)
+        self.stats["reopts"] += 1
+        self.stats[f"reopts_{why}"] += 1
+        answer = sol.placed()
+        placed_new = [w for w in new if w.id in answer]
+        if left is not None and new and not placed_new:
+            self._explain(cluster, new)
+        running = [w.id for w in instance.running]
+        # a running workload missing cannot happen (running workloads weigh more than the new)
+        if sol.status is Status.NONE or any(wid not in answer for wid in running):
+            return set()
+        current, _ = evaluate(instance, instance.current_placement())
+        if not placed_new and (sol.objectives is None or sol.objectives.hardware >= current.hardware):
+            return set()
+        target = self._target(cluster, running, answer)
+        if (target and not self.drains) or (self.guard is not None and self.guard.limited):
+            trial = self._trial(cluster, target, placed_new, answer)
+            if trial.planned["disruptive_moves"] > cluster.planned["disruptive_moves"] and not self.drains:
+                self.stats["drain_refusals"] += 1
+                return set()
+            if self._refused(trial, target, placed_new):
+                self.stats["over_budget"] += 1
+                return set()
+        done = execute(cluster, target) if target else []
+        for r in done:
+            self.stats["moves"] += 1
+            self.stats["parks"] += int(r.park)
+            self.stats["drains"] += int(r.disruptive)
+            self.stats["gb_moved"] += cluster.occupied_profile(r.workload).memory_gb
+        placed = {w.id for w in placed_new if self._place(cluster, w, answer[w.id])}
+        self.stats["placed_by_reopt"] += len(placed)
+        if done or placed:
+            self.stats["reopts_applied"] += 1
+            self._version += 1
+        return placed
+
+    def _solve(self, cluster: Cluster, new: list[Workload], left: Budget | None) -> tuple[Instance, Solution]:
+        """The exact model on the neighbourhood's state plus ``new``, within ``left``; its time
+        counts in ``solve_s``."""
+        from mipopt.exact.driver import solve_exact  # pyomo: only when re-optimizing
+        from mipopt.solvers import SolverOptions
+
         instance = state_instance(cluster, new, neighbourhood(cluster, new, self.gpus))
         limit = self.time_limit
         if self.budget_s is not None:
@@ -266,52 +330,94 @@ class Reopt(Policy):
             solver=self.solver,
             options=SolverOptions(time_limit_s=limit, threads=1, seed=0),
             bounds=bounds,
+            budget=left,
         )
         spent = time.perf_counter() - t0
-        self.stats["reopts"] += 1
-        self.stats[f"reopts_{why}"] += 1
         self.stats["solve_s"] += spent
         self.stats["solve_max_s"] = max(self.stats["solve_max_s"], spent)
         self.stats["unproven"] += int(sol.status is not Status.OPTIMAL)
-        if sol.status is Status.NONE:
-            return set()
+        return instance, sol
+
+    @staticmethod
+    def _target(
+        cluster: Cluster, running: list[str], answer: dict[str, tuple[str, int]]
+    ) -> dict[str, tuple[int, int]]:
+        """The running workloads ``answer`` puts elsewhere: id -> (GPU position, start)."""
+        return {
+            wid: (cluster.position[answer[wid][0]], answer[wid][1])
+            for wid in running
+            if cluster.placed[wid] != answer[wid]
+        }
+
+    def _trial(
+        self,
+        cluster: Cluster,
+        target: dict[str, tuple[int, int]],
+        placed_new: list[Workload],
+        answer: dict[str, tuple[str, int]],
+    ) -> Cluster:
+        """A copy of the cluster with the answer carried out."""
+        from mipopt.migrate.execute import execute
+
+        trial = cluster.copy()
+        if target:
+            execute(trial, target)
+        for w in placed_new:
+            self._place(trial, w, answer[w.id])
+        return trial
+
+    def _refused(
+        self, trial: Cluster, target: dict[str, tuple[int, int]], placed_new: list[Workload]
+    ) -> bool:
+        """Whether ``trial`` breaks the held budget; if so the requests it places are recorded as
+        left out by the budget."""
+        broken = self.over_budget(trial)
+        if broken is None or self.guard is None:
+            return False
+        self.guard.skipped += 1
+        for w in placed_new:
+            self.guard.refuse(
+                w,
+                f"placing it needed a re-optimization that relocates {_count(len(target), 'workload')}: {broken}",
+            )
+        return True
+
+    def _explain(self, cluster: Cluster, new: list[Workload]) -> None:
+        """The model within what the budget leaves found no place for ``new``: one more solve
+        without the budget says whether the budget left them out."""
+        instance, sol = self._solve(cluster, new, None)
         answer = sol.placed()
         running = [w.id for w in instance.running]
-        if any(wid not in answer for wid in running):  # cannot happen: running workloads weigh more
-            return set()
         placed_new = [w for w in new if w.id in answer]
-        current, _ = evaluate(instance, instance.current_placement())
-        if not placed_new and (sol.objectives is None or sol.objectives.hardware >= current.hardware):
-            return set()
-        target = {}
-        for wid in running:
-            gpu_id, start = answer[wid]
-            if cluster.placed[wid] != (gpu_id, start):
-                target[wid] = (cluster.position[gpu_id], start)
-        if target and not self.drains:
-            trial = cluster.copy()
-            execute(trial, target)
-            if trial.planned["disruptive_moves"] > cluster.planned["disruptive_moves"]:
-                self.stats["drain_refusals"] += 1
-                return set()
-        done = execute(cluster, target) if target else []
-        for r in done:
-            self.stats["moves"] += 1
-            self.stats["parks"] += int(r.park)
-            self.stats["drains"] += int(r.disruptive)
-            self.stats["gb_moved"] += cluster.occupied_profile(r.workload).memory_gb
-        placed: set[str] = set()
-        for w in placed_new:
-            gpu_id, start = answer[w.id]
-            k = cluster.position[gpu_id]
-            if (int(cluster.legal(w)[k]) >> start) & 1:
-                cluster.place(w, k, start)
-                placed.add(w.id)
-        self.stats["placed_by_reopt"] += len(placed)
-        if done or placed:
-            self.stats["reopts_applied"] += 1
-            self._version += 1
-        return placed
+        if sol.status is Status.NONE or not placed_new or any(wid not in answer for wid in running):
+            return
+        target = self._target(cluster, running, answer)
+        self._refused(self._trial(cluster, target, placed_new, answer), target, placed_new)
+
+    @staticmethod
+    def _place(cluster: Cluster, w: Workload, spot: tuple[str, int]) -> bool:
+        """Place ``w`` at ``spot`` (GPU id, start) where every rule allows it now; False otherwise."""
+        k = cluster.position[spot[0]]
+        if not (int(cluster.legal(w)[k]) >> spot[1]) & 1:
+            return False
+        cluster.place(w, k, spot[1])
+        return True
+
+    def _left(self, cluster: Cluster) -> Budget | None:
+        """What the held budget leaves for one re-optimization, or None without a budget.
+
+        The model counts every relocation from the state now: within what is left, the budget's
+        count from where the running workloads ran at the start holds too (a workload that moved
+        already counts there once however often it moves again).
+        """
+        if self.guard is None or not self.guard.limited:
+            return None
+        budget = self.guard.budget
+        spent = disruption(cluster.instance, cluster.placed)
+        return Budget(
+            None if budget.max_restarts is None else max(budget.max_restarts - int(spent["restarted"]), 0),
+            None if budget.max_moved_gb is None else max(budget.max_moved_gb - spent["moved_memory_gb"], 0.0),
+        )
 
 
 def state_instance(cluster: Cluster, new: list[Workload], ks: list[int] | None = None) -> Instance:
@@ -394,6 +500,10 @@ def mean_fragmentation(cluster: Cluster) -> float:
         total += float(g.tables.fbk.take(busy).sum())
         active += len(busy)
     return total / active if active else 0.0
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 def _check_number(label: str, value: Any, *, allow_none: bool = False) -> None:
