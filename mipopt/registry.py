@@ -157,6 +157,7 @@ def _exact(instance: Instance, *, model: str = "grmu", warm_start: Any = None, *
             options=solver_options,
             warm_start=bool(warm_start),
             heuristics=rules,
+            budget=options.pop("budget", None),
         )
     if model not in EXACT_MODELS:
         raise InstanceError("model", f"unknown model {model!r} (known: {', '.join(EXACT_MODELS)})")

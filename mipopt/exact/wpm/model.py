@@ -15,6 +15,11 @@ b, whichever running class or queue they come from; running classes say how many
 and how many go home to their GPU's twin. With ``tight`` (the default) rows that cut off
 no integer point shrink the LP relaxation; they are what proves the 80-GPU cases
 (``benchmarks/README.md``, WPM section).
+
+A :class:`~mipopt.instance.Budget` adds two rows (``models/wpm.md``, "Budget"): the running
+workloads restarted (those that leave their GPU, and those that come home to their GPU's twin
+at another start) at most ``max_restarts``, the memory of those that leave at most
+``max_moved_gb``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import pyomo.environ as pyo
 from mipopt.catalog import GpuModel
 from mipopt.errors import InstanceError
 from mipopt.exact.preprocess import gpu_partitions, placement_key, running_classes, workload_classes
-from mipopt.instance import Host, Instance, Workload
+from mipopt.instance import Budget, Host, Instance, Workload
 
 USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
 
@@ -91,6 +96,7 @@ class WpmModel:
     kinds: dict[str, tuple[str, ...]]  # kind -> class representatives
     fixed: dict[str, tuple[str, int]]
     stats: dict[str, int] = field(default_factory=dict)
+    budget: Budget | None = None
 
     def contents(self) -> dict[str, list[str]]:
         """Bin key -> workload ids placed in it, from the current variable values.
@@ -154,6 +160,7 @@ class WpmModel:
         x: Counter[tuple[str, str]] = Counter()
         stay: Counter[str] = Counter()
         came_home: Counter[str] = Counter()
+        at_start: Counter[str] = Counter()  # came home at their own start
         accept: Counter[str] = Counter()
         repartitioned: set[str] = set()
 
@@ -180,9 +187,10 @@ class WpmModel:
                 if (shifted or any(key is None for _, key in spots)) and g in twin:
                     repartitioned.add(g)
                     spots = []
-                    for w, _ in items:
+                    for w, start in items:
                         if w in movers and home[w][0] == g:
                             came_home[rep_of[w]] += 1
+                            at_start[rep_of[w]] += home[w] == (g, start)
                         else:
                             spots.append((w, twin[g]))
                 else:
@@ -221,6 +229,8 @@ class WpmModel:
             values[m.stay[r].name] = stay[r]
             if r in m.home:
                 values[m.home[r].name] = came_home[r]
+            if hasattr(m, "keep") and r in m.keep:
+                values[m.keep[r].name] = at_start[r]
         for r in self.new:
             values[m.accept[r].name] = accept[r]
         busy_on = {g for g, _ in self.fixed.values()} | {self._gpu(r) for r in stay if stay[r]}
@@ -243,6 +253,25 @@ class WpmModel:
 
     def stayed(self) -> list[str]:
         return [w for rep in self.movable for w in self.classes[rep][: self._count(self.model.stay, rep)]]
+
+    def kept_home(self) -> list[str]:
+        """The movable running workloads that come home to their GPU's twin at their own start
+        (``keep``, only under a restart budget): the indexing step must keep their starts."""
+        m = self.model
+        if not hasattr(m, "keep"):
+            return []
+        out: list[str] = []
+        for rep in self.movable:
+            stays, kept = self._count(m.stay, rep), self._count(m.keep, rep)
+            out += self.classes[rep][stays : stays + kept]
+        return out
+
+    def held(self) -> list[str]:
+        """The running workloads the indexing step must keep at their GPU and start: the fixed
+        ones, and under a restart budget those that stay or come home at their own start (the
+        model counts them as not restarted)."""
+        extra = self.stayed() + self.kept_home() if hasattr(self.model, "keep") else []
+        return list(self.fixed) + extra
 
     def _need(self, w: str, gpu: str) -> tuple[int, int]:
         """Compute slices and memory slots of workload ``w`` on ``gpu``'s model."""
@@ -336,6 +365,7 @@ def build_wpm(
     weights: WpmWeights | None = None,
     *,
     tight: bool = True,
+    budget: Budget | None = None,
 ) -> WpmModel:
     """Build WPM for one use case.
 
@@ -357,6 +387,11 @@ def build_wpm(
         rows, host rows rounded to the demands' gcd, ``host_gpus``, ``+me`` and per-profile
         rows scaled by the GPU's on-state; ``models/wpm.md``). False keeps the paper's rows
         and the hardware rows as written before, for comparison.
+    budget
+        At most ``max_restarts`` running workloads restarted and ``max_moved_gb`` GB of them
+        moved to another GPU (module docstring). With ``max_restarts``, running workloads are
+        classes of one (which of them stays is no longer free) and a count ``keep`` per class
+        says how many come home to the twin at their own start.
 
     Returns
     -------
@@ -391,8 +426,14 @@ def build_wpm(
             bins.append(Bin(f"{gp.gpu}~p{i}", "partition", gp.gpu, q.compute, q.slots, q.mask))
 
     m = pyo.ConcreteModel(name=f"wpm[{instance.name}:{use_case}]")
-    # workloads are counted per class, and their arrivals in bins per kind (shape)
-    classes = {c.representative: c.members for c in running_classes(instance, moving_ids)}
+    # workloads are counted per class, and their arrivals in bins per kind (shape); a restart
+    # budget tells running workloads apart: whether one keeps its start is its own
+    restarts = budget is not None and budget.max_restarts is not None and bool(moving_ids)
+    classes: dict[str, tuple[str, ...]]
+    if restarts:
+        classes = {w: (w,) for w in moving_ids}
+    else:
+        classes = {c.representative: c.members for c in running_classes(instance, moving_ids)}
     movable = list(classes)
     if new_ids:
         classes |= {c.representative: c.members for c in workload_classes(instance)}
@@ -508,6 +549,9 @@ def build_wpm(
     for w in movable:
         if w in m.home:
             m.eq2e.add(m.stay[w] + m.home[w] <= size[w])
+
+    if budget is not None and movable:
+        _budget_rows(m, instance, budget, movable, size, leaving, restarts, of_kind, _kind_of(kinds), by_key)
 
     # 2h: a GPU and its imaginary twin are not both used
     m.eq2h = pyo.ConstraintList()
@@ -626,4 +670,55 @@ def build_wpm(
         {k: tuple(v) for k, v in kinds.items()},
         fixed,
         stats,
+        budget,
     )
+
+
+def _kind_of(kinds: Mapping[str, list[str]]) -> dict[str, str]:
+    """Class representative -> its kind."""
+    return {rep: k for k, reps in kinds.items() for rep in reps}
+
+
+def _budget_rows(
+    m: pyo.ConcreteModel,
+    instance: Instance,
+    budget: Budget,
+    movable: list[str],
+    size: Mapping[str, int],
+    leaving: Mapping[str, pyo.Expression],
+    restarts: bool,
+    of_kind: Mapping[str, list[str]],
+    kind_of: Mapping[str, str],
+    by_key: Mapping[str, Bin],
+) -> None:
+    """The budget's rows (``models/wpm.md``, "Budget").
+
+    ``budget_restarts``: the running workloads that leave their GPU, and those that come home
+    to its twin without keeping their start (``home - keep``), at most ``max_restarts``; the
+    stayers keep their GPU and start. ``budget_moved_gb``: the leavers' memory, each at the
+    most GB its profile has on a model of the bins its kind may arrive in (its own size where
+    the profile is one size on every model, as a profile name is), at most ``max_moved_gb``.
+    A leaver that lands in a free partition of its own GPU counts there too, an upper bound
+    that no optimum needs (staying is cheaper and frees the same partitions).
+    """
+    if restarts:
+        homing = [w for w in movable if w in m.home]
+        m.keep = pyo.Var(homing, domain=pyo.NonNegativeIntegers, bounds=lambda _m, w: (0, size[w]))
+        m.budget_keep = pyo.ConstraintList()
+        for w in homing:
+            m.budget_keep.add(m.keep[w] <= m.home[w])
+        kept = {w: m.keep[w] for w in homing}
+        restarted = sum(size[w] - m.stay[w] - kept.get(w, 0) for w in movable)
+        m.budget_restarts = pyo.Constraint(expr=restarted <= budget.max_restarts)
+    if budget.max_moved_gb is not None:
+        gb: dict[str, float] = {}
+        for w in movable:
+            wl = instance.workload(w)
+            sizes = [
+                p.memory_gb
+                for key in of_kind.get(kind_of[w], ())
+                if (p := instance.profile_on(wl, instance.gpu(by_key[key].gpu).model)) is not None
+            ]
+            gb[w] = max(sizes, default=0.0)
+        moved = sum(gb[w] * leaving[w] for w in movable if gb[w])
+        m.budget_moved_gb = pyo.Constraint(expr=moved <= budget.max_moved_gb)

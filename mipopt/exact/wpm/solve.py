@@ -8,6 +8,11 @@ may not all come back) and WPM is solved again, up to ``max_repairs`` times. If 
 GPU still cannot be indexed, its dropped new workloads are rejected and dropped
 running ones are put back where they run now when that is free; the solution's
 message says what happened.
+
+Under a :class:`~mipopt.instance.Budget` the MIP holds it (``models/wpm.md``, "Budget") and the
+indexing step keeps every running workload the MIP counts as not restarted at its start, so the
+answer restarts and moves no more than the MIP counts; an optimal status is the optimum of WPM
+among the answers within the budget, and the message says so.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from pyomo.repn import generate_standard_repn
 
 from mipopt.exact.preprocess import index_solution
 from mipopt.exact.wpm.model import WpmModel, WpmWeights, build_wpm
-from mipopt.instance import Instance, Solution, Status, Termination
+from mipopt.instance import Budget, Instance, Solution, Status, Termination
+from mipopt.instance.budget import disruption
 from mipopt.solvers import SolverOptions, get_backend
 from mipopt.verifier import no_solution, solution_for
 
@@ -83,6 +89,8 @@ def best_start(
         if name != "current" and name not in heuristics:
             continue
         placed = inst.current_placement() if name == "current" else heuristics[name](inst).placed()
+        if built.budget is not None and not built.budget.allows(disruption(inst, placed)):
+            continue  # not a point of the model: it breaks the budget's rows
         start = built.warm_start(placed)
         if start is None:
             continue
@@ -104,6 +112,7 @@ def solve_wpm(
     max_repairs: int = 5,
     warm_start: bool = False,
     heuristics: Mapping[str, Callable[[Instance], Solution]] | None = None,
+    budget: Budget | None = None,
 ) -> Solution:
     """Solve a WPM use case and return an indexed, verified-shape solution.
 
@@ -127,13 +136,17 @@ def solve_wpm(
     heuristics
         IBM's rules by name, for the warm start (:func:`mipopt.solve` passes them); without
         them only ``current`` is tried.
+    budget
+        At most ``max_restarts`` running workloads restarted, ``max_moved_gb`` GB of them
+        moved to another GPU (module docstring); None or unlimited: no rows.
     """
     t0 = time.perf_counter()
     options = options or SolverOptions()
     if options.mip_rel_gap is None:
         options = replace(options, mip_rel_gap=0.0)
     backend = get_backend(solver)
-    built = build_wpm(instance, use_case, weights)
+    budget = None if budget is None or budget.unlimited else budget
+    built = build_wpm(instance, use_case, weights, budget=budget)
     m = built.model
     m.no_good = pyo.ConstraintList()
     method = f"wpm:{use_case} / {solver}"
@@ -161,7 +174,7 @@ def solve_wpm(
                 message=f"{result.termination.value}: {result.message}",
             )
         contents = gpu_contents(built)
-        placed, report = index_solution(instance, contents, fixed=built.fixed)
+        placed, report = index_solution(instance, contents, fixed=built.held())
         notes.append(f"profit {result.objective:.10g} ({result.termination.value})")
         if report.ok or attempt == max_repairs or result.termination is not Termination.OPTIMAL:
             break
@@ -176,6 +189,13 @@ def solve_wpm(
             placed[w] = (wl.placement.gpu, wl.placement.start)
     termination = result.termination
     status = Status.OPTIMAL if termination is Termination.OPTIMAL and report.ok else Status.FEASIBLE
+    if budget is not None:
+        broken = budget.exceeded(disruption(instance, placed))
+        if broken is not None:  # the indexing keeps what the MIP counts: a fault, never an answer
+            notes.append(f"the answer broke the budget ({broken}): every running workload kept where it runs")
+            placed, status = instance.current_placement(), Status.FEASIBLE
+        proof = "optimal within it" if status is Status.OPTIMAL else "within it, not proven optimal"
+        notes.append(f"budget {budget}: {proof}")
     return solution_for(
         instance,
         placed,
@@ -194,7 +214,10 @@ def _exclude(built: WpmModel, gpu: str, conflict: tuple[str, ...]) -> None:
 
     Workloads are counted per kind (shape), so the row bounds the counts of those kinds
     on that GPU (its bins, its stayers, its movers that come home to its twin); it may
-    also exclude other mixes with as many items of those kinds.
+    also exclude other mixes with as many items of those kinds. Under a restart budget the
+    running workloads held at their starts on that GPU (stayers, and those kept at their start
+    on its twin) were fixed around the conflict: the row excludes the conflict together with
+    them holding, so the same items may come back if one of those moves.
     """
     m = built.model
     rep = {w: r for r, members in built.classes.items() for w in members}
@@ -208,4 +231,11 @@ def _exclude(built: WpmModel, gpu: str, conflict: tuple[str, ...]) -> None:
             terms.append(m.stay[r])
             if r in m.home:
                 terms.append(m.home[r])
-    m.no_good.add(sum(terms) <= len(conflict) - 1)
+    held = 0
+    if hasattr(m, "keep"):
+        kept = built.kept_home()
+        for w in built.stayed() + kept:
+            if home[w][0] == gpu:
+                terms.append(m.keep[w] if w in kept else m.stay[w])
+                held += 1
+    m.no_good.add(sum(terms) <= len(conflict) - 1 + held)
