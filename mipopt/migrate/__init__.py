@@ -8,6 +8,13 @@ planner (:mod:`mipopt.migrate.optimal`) optimizes small plans with a time-indexe
 Objectives, in order: no disruption if avoidable, fewest rounds, fewest extra (parking)
 moves, least memory moved. :func:`mipopt.verifier.verify_plan` replays a plan step by step,
 independently of the planner.
+
+A budget (``max_restarts``, ``max_moved_gb``) bounds what the plan restarts: every relocation
+of a running workload (a move, a park, the restore of a drained one) starts it in a new
+instance, so a plan's restarts are its ``moves`` (the target's restarted workloads plus one
+per park), and its GB moved are its ``moved_between_gpus_gb`` (every relocation from one GPU
+to another, parks included). Within a budget the planner parks only as much as it allows and
+drains the other breakers of cycles; a target that alone breaks the budget has no plan.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 from mipopt.errors import InstanceError
-from mipopt.instance import Instance, Solution, Status, Termination
-from mipopt.migrate.graph import graph_rounds
+from mipopt.instance import Budget, Instance, Solution, Status, Termination
+from mipopt.instance.budget import disruption
+from mipopt.migrate.graph import ParkLimit, graph_rounds
 from mipopt.migrate.plan import (
     SEMANTICS,
     Create,
@@ -60,6 +68,8 @@ def plan_migration(
     semantics: Semantics = "create-first",
     method: Method = "graph",
     time_limit_s: float = 30.0,
+    max_restarts: int | None = None,
+    max_moved_gb: float | None = None,
 ) -> Plan:
     """Plan the rounds that take ``instance``'s running workloads to ``target``.
 
@@ -77,12 +87,21 @@ def plan_migration(
         ``graph``, ``exact`` (time-indexed model; small plans) or ``auto``.
     time_limit_s
         For the exact planner.
+    max_restarts, max_moved_gb
+        A :class:`~mipopt.instance.Budget` on the plan: at most this many restarts (its
+        ``moves``: one per relocation of a running workload, so a workload parked and then
+        moved to its target counts twice) and this many GB moved between GPUs (its
+        ``moved_between_gpus_gb``, each hop of a park too). A plan over the budget is planned
+        again by the graph planner with only the parks the budget leaves, the other breakers of
+        cycles drained (a drain restarts its workload once, at its target); the message says so.
 
     Raises
     ------
     InstanceError
         When the target breaks a rule of ``instance`` (naming ``target`` and the rule),
-        or an argument is unknown.
+        an argument is unknown, or the budget is malformed or the target alone breaks it
+        (naming ``max_restarts`` or ``max_moved_gb``: no plan restarts fewer workloads, or
+        moves fewer GB, than the target changes).
 
     Examples
     --------
@@ -96,13 +115,24 @@ def plan_migration(
     >>> from mipopt.verifier import verify_plan
     >>> verify_plan(inst, plan).valid
     True
+
+    The park restarts ``a`` once more: with one restart fewer, ``a`` is drained instead.
+
+    >>> plan.metrics["moves"], plan.metrics["extra_moves"]
+    (3, 1)
+    >>> tight = mipopt.plan_migration(inst, mipopt.load_solution("instances/swap.target.json"), max_restarts=2)
+    >>> tight.metrics["moves"], tight.metrics["extra_moves"], tight.disrupted
+    (2, 0, ('a',))
     """
     if semantics not in SEMANTICS:
         raise InstanceError("semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
     if method not in METHODS:
         raise InstanceError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
+    budget = Budget(max_restarts, max_moved_gb)
     t0 = time.perf_counter()
     placed = _checked_target(instance, target)
+    if not budget.unlimited:
+        _check_target_budget(budget, disruption(instance, placed))
     current = instance.current_placement()
     items = sum(1 for wid, spot in placed.items() if current.get(wid) != spot)
     exact = method == "exact" or (
@@ -114,6 +144,23 @@ def plan_migration(
         rounds, name, message = exact_rounds(instance, placed, time_limit_s=time_limit_s)
     else:
         rounds, name, message = graph_rounds(instance, placed, semantics), "graph", ""
+    if not budget.unlimited:
+        over = budget.exceeded(_plan_cost(instance, rounds))
+        if over is not None:
+            need = disruption(instance, placed)
+            limit = ParkLimit(
+                None if budget.max_restarts is None else int(budget.max_restarts - need["restarted"]),
+                None if budget.max_moved_gb is None else budget.max_moved_gb - need["moved_memory_gb"],
+            )
+            rounds = graph_rounds(instance, placed, semantics, limit)
+            parks = sum(m.park for r in rounds for m in r.moves)
+            first = f"; the {name} plan: {message}" if message else ""
+            message = (
+                f"budget {budget}: the {name} plan broke it ({over}), so a graph plan with "
+                f"{parks} park{'' if parks == 1 else 's'}, the other breakers of cycles drained{first}"
+            )
+            name = "graph"
+            assert budget.allows(_plan_cost(instance, rounds)), "parks limited, drains restart once"
     disrupted = tuple(d.workload for r in rounds for d in r.drains)
     return Plan(
         instance=instance.name,
@@ -126,6 +173,29 @@ def plan_migration(
         runtime_s=time.perf_counter() - t0,
         message=message,
     )
+
+
+def _check_target_budget(budget: Budget, need: Mapping[str, float]) -> None:
+    """Refuse, naming the limit, a budget that the target's own restarts or GB break."""
+    if budget.max_restarts is not None and need["restarted"] > budget.max_restarts:
+        raise InstanceError(
+            "max_restarts",
+            f"no plan fits: the target restarts {need['restarted']:g} running workloads, "
+            f"more than {budget.max_restarts}",
+        )
+    if budget.max_moved_gb is not None and need["moved_memory_gb"] > budget.max_moved_gb + 1e-9:
+        raise InstanceError(
+            "max_moved_gb",
+            f"no plan fits: the target moves {need['moved_memory_gb']:g} GB to other GPUs, "
+            f"more than {budget.max_moved_gb:g}",
+        )
+
+
+def _plan_cost(instance: Instance, rounds: list[Round]) -> dict[str, float]:
+    """What a plan costs of a budget: ``restarted`` (its relocations) and ``moved_memory_gb``
+    (its GB moved between GPUs), under the names :meth:`Budget.exceeded` reads."""
+    metrics = plan_metrics(instance, rounds, None)
+    return {"restarted": metrics["moves"], "moved_memory_gb": metrics["moved_between_gpus_gb"]}
 
 
 def _checked_target(instance: Instance, target: Solution | Mapping[str, Spot]) -> dict[str, Spot]:
@@ -142,33 +212,48 @@ def _checked_target(instance: Instance, target: Solution | Mapping[str, Spot]) -
 
 
 def plan_metrics(
-    instance: Instance, rounds: list[Round] | tuple[Round, ...], target: Mapping[str, Spot]
+    instance: Instance, rounds: list[Round] | tuple[Round, ...], target: Mapping[str, Spot] | None
 ) -> dict[str, float]:
     """Counts of a plan.
 
-    ``rounds``; ``moves`` (every running workload's relocation: moves, parks and restores);
-    ``extra_moves`` (parks: moves a direct path would not need); ``disruptive_moves``
-    (drains); ``creates`` (new workloads); ``moved_memory_slots`` / ``moved_memory_gb``
-    (memory of every relocation); ``moves_<kind>`` by kind; ``sequential_migrations`` (IBM
-    Table 3, of the target: :func:`mipopt.verifier.evaluate`).
+    ``rounds``; ``moves`` (every running workload's relocation: moves, parks and restores;
+    each restarts the workload, so these are the plan's restarts); ``extra_moves`` (parks:
+    moves a direct path would not need); ``disruptive_moves`` (drains); ``creates`` (new
+    workloads); ``moved_memory_slots`` / ``moved_memory_gb`` (memory of every relocation);
+    ``moved_between_gpus_gb`` (memory of the relocations from one GPU to another: what a
+    budget's ``max_moved_gb`` counts); ``moves_<kind>`` by kind; ``sequential_migrations``
+    (IBM Table 3, of the target: :func:`mipopt.verifier.evaluate`; left out when ``target``
+    is None).
     """
     kinds: Counter[str] = Counter()
     slots = 0
-    gb = 0.0
+    gb = across = 0.0
     parks = drains = creates = 0
     for r in rounds:
         drains += len(r.drains)
-        relocations: list[tuple[str, str, str]] = [(m.workload, m.target[0], m.kind) for m in r.moves]
-        relocations += [(c.workload, c.target[0], c.kind) for c in r.creates if c.kind is not None]
+        relocations: list[tuple[str, Spot, str, str]] = [
+            (m.workload, m.source, m.target[0], m.kind) for m in r.moves
+        ]
+        relocations += [
+            (c.workload, c.source, c.target[0], c.kind)
+            for c in r.creates
+            if c.kind is not None and c.source is not None
+        ]
         creates += sum(1 for c in r.creates if c.source is None)
         parks += sum(1 for m in r.moves if m.park)
-        for wid, gpu_id, kind in relocations:
+        for wid, source, gpu_id, kind in relocations:
             kinds[kind] += 1
             profile = instance.profile_on(instance.workload(wid), instance.gpu(gpu_id).model)
             assert profile is not None
             slots += profile.memory_slots
             gb += profile.memory_gb
-    _, metrics = evaluate(instance, dict(target))
+            if source[0] != gpu_id:
+                across += profile.memory_gb
+    sequential = (
+        {}
+        if target is None
+        else {"sequential_migrations": evaluate(instance, dict(target))[1]["sequential_migrations"]}
+    )
     return {
         "rounds": len(rounds),
         "moves": sum(kinds.values()),
@@ -177,6 +262,7 @@ def plan_metrics(
         "creates": creates,
         "moved_memory_slots": slots,
         "moved_memory_gb": gb,
+        "moved_between_gpus_gb": across,
         **{f"moves_{k}": kinds[k] for k in MOVE_KINDS},
-        "sequential_migrations": metrics["sequential_migrations"],
+        **sequential,
     }

@@ -32,6 +32,12 @@ no drain before the plan is stuck (moves may free room to park in).
 
 Semantics ``destroy-first``: every move is drained and restored in a single round (all
 sources are destroyed, then every target is created): one round, every move disruptive.
+
+**Parks under a budget** (:class:`ParkLimit`). A park restarts its workload once more than the
+target needs (it is relocated twice), and one on another GPU moves its memory across GPUs on
+the way. Given a limit on parks and on the GB they add, a breaker parks only while both hold,
+and is drained otherwise (a drain restarts the workload once, at its target): so a plan
+without parks, whatever its drains, always exists.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import networkx as nx
 
@@ -46,20 +53,38 @@ from mipopt.instance import Instance, Workload
 from mipopt.migrate.plan import Create, Drain, Move, Round, Semantics
 from mipopt.state.occupancy import Occupancy, Spot, move_kind
 
-__all__ = ["EXACT_FVS_NODES", "Key", "graph_rounds", "plan_key"]
+__all__ = ["EXACT_FVS_NODES", "Key", "ParkLimit", "graph_rounds", "plan_key"]
 
 #: Largest strongly connected component whose minimum feedback vertex set is found by enumeration.
 EXACT_FVS_NODES = 12
+
+
+@dataclass(frozen=True, slots=True)
+class ParkLimit:
+    """How much parking a plan may do: at most ``parks`` parks, adding at most ``gb`` GB moved
+    between GPUs (a park on another GPU and the way on to the target, less the direct way);
+    None: no limit."""
+
+    parks: int | None = None
+    gb: float | None = None
 
 
 class _Planner:
     """State of one graph planning run (see the module docstring)."""
 
     def __init__(
-        self, instance: Instance, target: dict[str, Spot], creates_last: bool = False, patient: bool = False
+        self,
+        instance: Instance,
+        target: dict[str, Spot],
+        creates_last: bool = False,
+        patient: bool = False,
+        limit: ParkLimit | None = None,
     ) -> None:
         self.instance = instance
         self.target = target
+        self.limit = limit or ParkLimit()
+        self.parks = 0  # made so far, and the GB they added: held within ``limit``
+        self.park_gb = 0.0
         self.creates_last = creates_last  # new workloads wait until every running one is at its target
         self.patient = patient  # no drain before the plan is stuck: moves may free space to park in
         current = instance.current_placement()
@@ -194,9 +219,13 @@ class _Planner:
         def rank(gpu_id: str) -> int:
             return 0 if gpu_id == here[0] else 1 if self.instance.gpu(gpu_id).host == host else 2
 
+        if self.limit.parks is not None and self.parks >= self.limit.parks:
+            return None
         for g in sorted(self.spare(state, need) if spare is None else spare, key=rank):
             profile = state.profile(wid, g)
             if profile is None:
+                continue
+            if self.limit.gb is not None and self.park_gb + self.extra_gb(wid, g) > self.limit.gb + 1e-9:
                 continue
             taken = state.taken(g) | need.get(g, 0)
             for start, _ in profile.placements:
@@ -207,6 +236,18 @@ class _Planner:
                 ):
                     return g, start
         return None
+
+    def extra_gb(self, wid: str, park: str) -> float:
+        """GB moved between GPUs that parking ``wid`` on GPU ``park`` adds to its direct way."""
+        here = self.at[wid]
+        assert here is not None
+        target = self.target[wid][0]
+
+        def hop(a: str, b: str) -> float:
+            profile = self.occ.profile(wid, b)
+            return 0.0 if a == b or profile is None else profile.memory_gb
+
+        return hop(here[0], park) + hop(park, target) - hop(here[0], target)
 
     # --- rounds
 
@@ -276,6 +317,8 @@ class _Planner:
             if spot is not None:
                 peak.hold(wid, spot)
                 moves.append(Move(wid, source, spot, move_kind(self.instance, source, spot), park=True))
+                self.parks += 1  # a round with a park is always applied
+                self.park_gb += self.extra_gb(wid, spot[0])
             elif defer and (self.patient or self.park_spot(wid, self.occ, need) is not None):
                 continue  # this round's parks took the space it could park in: it parks later
             else:
@@ -359,11 +402,14 @@ class _Planner:
         self.rounds.append(rnd)
 
 
-def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semantics) -> list[Round]:
+def graph_rounds(
+    instance: Instance, target: dict[str, Spot], semantics: Semantics, limit: ParkLimit | None = None
+) -> list[Round]:
     """The rounds of the graph planner (module docstring) from ``instance``'s running state to ``target``.
 
     ``target`` maps every workload to place (running ones included) to its (GPU id, start);
-    it must be a valid placement (the caller verifies it).
+    it must be a valid placement (the caller verifies it). ``limit`` bounds the parks (a
+    breaker beyond it is drained).
     """
     if semantics == "destroy-first":
         current = instance.current_placement()
@@ -380,7 +426,7 @@ def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semanti
             if current.get(wid) != spot
         )
         return [Round(drains, (), creates)] if drains or creates else []
-    rounds = _Planner(instance, target).run()
+    rounds = _Planner(instance, target, limit=limit).run()
     if any(r.drains for r in rounds) and _room_can_appear(instance, target):
         # Drains may be avoidable in another order: new workloads created early may take
         # the space or host capacity a park needs, and moves may free space to park in.
@@ -389,7 +435,7 @@ def graph_rounds(instance: Instance, target: dict[str, Spot], semantics: Semanti
         early = bool(rounds[0].drains)
         variants = [(last, patient) for last in (False, fresh) for patient in (False, early)]
         tried = dict.fromkeys(v for v in variants if v != (False, False))
-        plans = [_Planner(instance, target, last, patient).run() for last, patient in tried]
+        plans = [_Planner(instance, target, last, patient, limit).run() for last, patient in tried]
         rounds = min([rounds, *plans], key=lambda plan: plan_key(instance, plan)[:3])
     return rounds
 
