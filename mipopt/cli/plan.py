@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from mipopt.cli.common import (
     EXIT_OK,
     BadInput,
+    budget_arguments,
+    flagged,
     instance_argument,
     positive_seconds,
     print_json,
@@ -57,6 +59,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--time-limit", type=positive_seconds, metavar="S", help="of the exact planner (default 30)"
     )
+    budget_arguments(p, "the plan's restarts are its moves, a park restarting its workload once more")
     p.add_argument("--out", metavar="FILE", help="write the plan JSON (atomically)")
     p.add_argument("--json", action="store_true", help="print the plan JSON (with --ops: the operations)")
     p.add_argument("--ops", action="store_true", help="print the GPU-instance operations of each round")
@@ -85,7 +88,16 @@ def run(args: argparse.Namespace) -> int:
         refuse_overwriting(flag, path, [Path(args.instance), Path(args.target)])
     inst = read_instance(args.instance)
     target = read_solution(args.target)
-    plan = plan_to(inst, target, args.target, args.semantics, args.method, args.time_limit)
+    plan = plan_to(
+        inst,
+        target,
+        args.target,
+        args.semantics,
+        args.method,
+        args.time_limit,
+        max_restarts=args.max_restarts,
+        max_moved_gb=args.max_moved_gb,
+    )
     if args.out:
         write_json(args.out, plan.to_dict())
     if args.png:
@@ -125,9 +137,18 @@ def check_plan_options(semantics: str, method: str) -> None:
 
 
 def plan_to(
-    inst: Instance, target: Solution, target_name: str, semantics: str, method: str, time_limit: float | None
+    inst: Instance,
+    target: Solution,
+    target_name: str,
+    semantics: str,
+    method: str,
+    time_limit: float | None,
+    *,
+    max_restarts: int | None = None,
+    max_moved_gb: float | None = None,
 ) -> Plan:
-    """Plan to ``target``; a target that breaks a rule is reported naming ``target_name``."""
+    """Plan to ``target`` within the budget; a target that breaks a rule is reported naming
+    ``target_name``, a budget no plan fits naming its flag."""
     from mipopt.migrate import plan_migration
 
     try:
@@ -137,6 +158,8 @@ def plan_to(
             semantics=semantics,  # type: ignore[arg-type]  # checked by check_plan_options
             method=method,  # type: ignore[arg-type]
             time_limit_s=30.0 if time_limit is None else time_limit,
+            max_restarts=max_restarts,
+            max_moved_gb=max_moved_gb,
         )
     except InstanceError as err:
-        raise BadInput(f"{target_name}: {err.rule}" if err.path == "target" else str(err)) from None
+        raise BadInput(f"{target_name}: {err.rule}" if err.path == "target" else flagged(err)) from None
