@@ -127,6 +127,7 @@ COLUMNS = (
     "acceptance",
     "hardware",
     "migrations",
+    "restarts",
     "bound",
     "gap",
     *STAGE_COLUMNS,
@@ -149,12 +150,14 @@ HEURISTIC_COLUMNS = (
     "acceptance",
     "hardware",
     "migrations",
+    "restarts",
     *STAGE_COLUMNS,
     "valid",
     "best_heuristic",
     "best_acceptance",
     "best_hardware",
     "best_migrations",
+    "best_restarts",
     "heuristics_s",
     "heuristics",
     "comparison",
@@ -272,9 +275,14 @@ def run_one(inst: Instance, model: str, solver: str, args: argparse.Namespace) -
     return row
 
 
-def _key(objectives: dict[str, float]) -> tuple[float, float, float]:
-    """Lexicographic order of GRMU's objectives: smaller is better (acceptance is maximized)."""
-    return (-objectives["acceptance"], objectives["hardware"], objectives["migrations"])
+def _key(objectives: dict[str, float]) -> tuple[float, float, float, float]:
+    """Lexicographic order of the default objective: smaller is better (acceptance is maximized)."""
+    return (
+        -objectives["acceptance"],
+        objectives["hardware"],
+        objectives["migrations"],
+        objectives["restarts"],
+    )
 
 
 def compare(exact: dict[str, float] | None, best: dict[str, float] | None, tol: float = 1e-6) -> str:
@@ -340,6 +348,7 @@ def run_heuristics(inst: Instance, model: str, solver: str, args: argparse.Names
             best_acceptance=best[1]["acceptance"],
             best_hardware=best[1]["hardware"],
             best_migrations=best[1]["migrations"],
+            best_restarts=best[1]["restarts"],
         )
     row["comparison"] = compare(exact, best[1] if best else None)
     return row
@@ -505,9 +514,11 @@ def _formatted(row: dict[str, Any]) -> dict[str, Any]:
         "acceptance",
         "hardware",
         "migrations",
+        "restarts",
         "best_acceptance",
         "best_hardware",
         "best_migrations",
+        "best_restarts",
     ):
         if out.get(key) is not None:
             out[key] = f"{out[key]:g}"

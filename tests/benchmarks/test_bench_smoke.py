@@ -132,8 +132,8 @@ EXACT_COMMITTED = [RESULTS / "exact.csv", README]
 EXACT_COLUMNS = [
     "commit", "date", "machine", "python", "highspy", "ortools", "class", "instance", "gpus", "hosts", "seed",
     "running", "new", "model", "solver", "objective", "time_limit_s", "threads", "termination", "status",
-    "proven", "runtime_s", "build_s", "solve_s", "acceptance", "hardware", "migrations", "bound", "gap",
-    "stage_times", "stage_proven", "stage_gaps", "stage_models", "variables", "constraints", "valid",
+    "proven", "runtime_s", "build_s", "solve_s", "acceptance", "hardware", "migrations", "restarts", "bound",
+    "gap", "stage_times", "stage_proven", "stage_gaps", "stage_models", "variables", "constraints", "valid",
     "violations", "message",
 ]  # fmt: skip
 
@@ -220,12 +220,13 @@ def test_exact_targets_pass_and_fail() -> None:
 def test_exact_compares_lexicographically() -> None:
     compare = load("bench_exact").compare
 
-    def obj(a: float, h: float, m: float) -> dict[str, float]:
-        return {"acceptance": a, "hardware": h, "migrations": m}
+    def obj(a: float, h: float, m: float, r: float = 0.0) -> dict[str, float]:
+        return {"acceptance": a, "hardware": h, "migrations": m, "restarts": r}
 
     assert compare(obj(10, 9, 9), obj(9, 1, 0)) == "better"  # acceptance first
     assert compare(obj(10, 3, 9), obj(10, 4, 0)) == "better"  # then hardware
     assert compare(obj(10, 4, 1), obj(10, 4, 0)) == "worse"  # then migrations
+    assert compare(obj(10, 4, 0, 2), obj(10, 4, 0, 1)) == "worse"  # then restarts
     assert compare(obj(10, 4, 0), obj(10, 4, 0)) == "equal"
     assert compare(None, obj(1, 1, 1)) == "worse" and compare(obj(1, 1, 1), None) == "better"
 

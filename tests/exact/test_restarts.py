@@ -1,0 +1,121 @@
+"""Restarts, an objective of every exact model, and the budget on restarts and GB moved."""
+
+from __future__ import annotations
+
+import pytest
+from factories import INSTANCES
+
+import mipopt
+from mipopt.exact.driver import PRIORITIES, solve_exact
+from mipopt.exact.keep import keep_running
+from mipopt.instance import Budget, Objectives, Status
+from mipopt.instance.summary import restart_warning
+from mipopt.io import load_instance
+from mipopt.verifier import evaluate, verify
+from mipopt.workloads.ibm import ibm_instance
+
+MODELS = ["grmu", "grmu-slots", "grmu-paper"]
+
+
+def answer(inst: mipopt.Instance, **options: object) -> tuple[Objectives, float, float]:
+    """A verified exact answer: its objectives, restarted running workloads and GB moved."""
+    sol = solve_exact(inst, **options)  # type: ignore[arg-type]
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert sol.status is Status.OPTIMAL
+    return report.objectives, report.metrics["restarted"], report.metrics["moved_memory_gb"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_proves_the_same_restarts(model: str) -> None:
+    """moves.json: 4 running workloads restart in the default optimum (weights 1.5 + 2 + 1 + 1)."""
+    objectives, restarted, moved = answer(load_instance(INSTANCES / "moves.json"), model=model)
+    assert objectives == Objectives(6.0, 4.0, 4.0, 5.5)
+    assert (restarted, moved) == (4, 20.0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize(
+    ("budget", "migrations", "restarted"), [(1, 0.0, 0), (2, 6.0, 2), (3, 6.0, 2), (4, 4.0, 4)]
+)
+def test_every_model_proves_the_optimum_within_the_budget(
+    model: str, budget: int, migrations: float, restarted: int
+) -> None:
+    """moves.json: hardware 4 needs two restarts (Eq. 5: 6); four lower Eq. 5 to 4."""
+    inst = load_instance(INSTANCES / "moves.json")
+    objectives, got, _ = answer(inst, model=model, budget=Budget(max_restarts=budget))
+    assert (objectives.hardware, objectives.migrations, got) == (
+        4.0 if budget > 1 else 5.0,
+        migrations,
+        restarted,
+    )
+
+
+@pytest.mark.parametrize("model", ["grmu", "grmu-slots"])  # the paper form is too slow at 8 GPUs
+@pytest.mark.parametrize(
+    ("seed", "budget", "acceptance", "hardware", "restarted"),
+    [
+        (3, 0, 46.0, 9.0, 0),  # nothing moves: one workload less accepted
+        (3, 1, 47.0, 9.0, 1),  # the unbudgeted optimum restarts one
+        (2, 1, 46.0, 9.0, 0),  # one restart buys nothing: none
+        (2, 2, 46.0, 8.0, 2),  # two free a GPU
+    ],
+)
+def test_max_restarts_gives_the_optimum_within_the_budget(
+    model: str, seed: int, budget: int, acceptance: float, hardware: float, restarted: int
+) -> None:
+    inst = ibm_instance(8, seed=seed)
+    objectives, got, _ = answer(inst, model=model, budget=Budget(max_restarts=budget))
+    assert (objectives.acceptance, objectives.hardware, got) == (acceptance, hardware, restarted)
+
+
+@pytest.mark.parametrize("model", ["grmu", "grmu-slots"])
+def test_max_moved_gb_holds(model: str) -> None:
+    """ibm seed 2: the optimum moves 30 GB to free a GPU; 29 GB allow none of it."""
+    inst = ibm_instance(8, seed=2)
+    assert answer(inst, model=model)[2] == 30.0
+    objectives, restarted, moved = answer(inst, model=model, budget=Budget(max_moved_gb=29))
+    assert (objectives.hardware, restarted, moved) == (9.0, 0, 0.0)
+
+
+def test_the_budget_reaches_solve_and_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    inst = ibm_instance(8, seed=2)
+    sol = mipopt.solve(inst, max_restarts=1)
+    assert sol.metrics["restarted"] == 0 and "at most 1 restarts" in sol.method
+    from mipopt.cli import main
+
+    assert main(["solve", "instances/moves.json", "--max-restarts", "0"]) == 0
+    assert "objectives: acceptance 6, hardware 5, migrations 0, restarts 0" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "instances/moves.json", "--max-restarts", "-1"])
+    assert info.value.code == 2
+    assert "--max-restarts: must be non-negative, got -1" in capsys.readouterr().err
+
+
+def test_priority_disruption_keeps_running_workloads_home() -> None:
+    """moves.json: the default frees a GPU by restarting four; disruption first keeps them home."""
+    inst = load_instance(INSTANCES / "moves.json")
+    objectives, restarted, _ = answer(inst, objective="disruption")
+    assert objectives == Objectives(6.0, 5.0, 0.0, 0.0) and restarted == 0
+    assert PRIORITIES["disruption"] == "lex:acceptance,restarts,hardware"
+    assert answer(inst, objective="paper")[0].restarts == 5.5  # Eq. 5 alone: restarts not minimized
+
+
+def test_keep_running_puts_swapped_contents_back() -> None:
+    """Two GPUs' contents exchanged wholesale: the assignment gives each its own back."""
+    inst = load_instance(INSTANCES / "fbk_fig3.json")
+    home = inst.current_placement()
+    swap = {"g1": "g3", "g3": "g1"}
+    moved = {w: (swap.get(g, g), s) for w, (g, s) in home.items()}
+    assert evaluate(inst, moved)[1]["restarted"] > 0
+    kept = keep_running(inst, moved, frozenset())
+    assert kept == home
+
+
+def test_summary_warns_of_many_restarts() -> None:
+    inst = load_instance(INSTANCES / "moves.json")
+    target = mipopt.load_solution(INSTANCES / "moves.target.json")
+    warning = restart_warning(inst, target)
+    assert warning is not None and warning.startswith("warning: 3 of 5 running workloads restart")
+    assert "--max-restarts N" in warning and "--priority disruption" in warning
+    assert restart_warning(inst, mipopt.solve(inst, "ff")) is None
