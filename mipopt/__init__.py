@@ -23,6 +23,8 @@ __version__ = "0.1.0"
 #: Public name -> module it lives in.
 _EXPORTS = {
     "InstanceError": "mipopt.errors",
+    "ParameterTypeError": "mipopt.errors",
+    "UnknownMethodError": "mipopt.errors",
     "load_instance": "mipopt.io",
     "load_solution": "mipopt.io",
     "Budget": "mipopt.instance",
@@ -54,9 +56,11 @@ __all__ = [
     "InstanceBuilder",
     "InstanceError",
     "MethodSpec",
+    "ParameterTypeError",
     "Solution",
     "Status",
     "Termination",
+    "UnknownMethodError",
     "__version__",
     "catalog",
     "compare_methods",
@@ -81,7 +85,7 @@ if TYPE_CHECKING:
     from mipopt import catalog
     from mipopt.catalog import get_model
     from mipopt.compare import compare_methods
-    from mipopt.errors import InstanceError
+    from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
     from mipopt.exact.hindsight import hindsight_optimum
     from mipopt.executors import make_executor
     from mipopt.heuristics.policies import make_policy

@@ -1,16 +1,19 @@
 """Typed access to fields of parsed JSON, each failure an :class:`InstanceError` naming the path.
 
 Shared by the catalog (custom GPU models), the instance and the solution readers, so
-that every bad value in every file gets the same kind of one-line message.
+that every bad value in every file gets the same kind of one-line message. The arguments of
+library calls get the same (:func:`seconds_argument` and its neighbours): :func:`mipopt.solve`
+and :class:`mipopt.solvers.SolverOptions` check their limits, threads, seeds and gaps with them.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from typing import Any
 
-from mipopt.errors import InstanceError
+from mipopt.errors import InstanceError, ParameterTypeError
 
 _TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
 
@@ -172,3 +175,70 @@ def _option_value(text: str) -> Any:
         except ValueError:
             pass
     return text
+
+
+# --- arguments of library calls: a wrong type is a ParameterTypeError (a TypeError too), a
+# wrong value an InstanceError, each naming the parameter; None (the default) is the caller's
+
+#: The largest seed: both backends take a 32-bit one (CP-SAT refuses a larger one).
+MAX_SEED = 2**31 - 1
+
+
+def _got(value: Any) -> str:
+    return f"got {type(value).__name__} {value!r}"
+
+
+def _real(value: Any, name: str, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(name, f"must be a number ({what}), {_got(value)}")
+    return float(value)
+
+
+def _whole(value: Any, name: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterTypeError(name, f"must be an integer, {_got(value)}")
+    return integer(int(value), name, minimum=minimum, maximum=maximum)  # int(): numpy's integers too
+
+
+def seconds_argument(value: Any, name: str) -> float:
+    """A time limit: a positive number of seconds (``inf``: none).
+
+    >>> seconds_argument(0, "time_limit_s")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: time_limit_s: must be positive, got 0
+    """
+    seconds = _real(value, name, "seconds")
+    if not seconds > 0:  # nan fails too
+        raise InstanceError(name, f"must be positive, got {value!r}")
+    return seconds
+
+
+def count_argument(value: Any, name: str) -> int:
+    """A count of at least 1 (threads, workers), an integer, not a float nor a bool.
+
+    >>> count_argument(2.5, "threads")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.ParameterTypeError: threads: must be an integer, got float 2.5
+    """
+    return _whole(value, name, 1)
+
+
+def seed_argument(value: Any, name: str) -> int:
+    """A random seed: an integer from 0 to :data:`MAX_SEED`."""
+    return _whole(value, name, 0, MAX_SEED)
+
+
+def gap_argument(value: Any, name: str) -> float:
+    """A relative gap at which a solve may stop: a number in [0, 1) (0: prove).
+
+    >>> gap_argument(float("nan"), "gap")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: gap: must be in [0, 1), got nan
+    """
+    gap = _real(value, name, "a relative gap")
+    if not 0 <= gap < 1:  # nan fails too
+        raise InstanceError(name, f"must be in [0, 1), got {value!r}")
+    return gap

@@ -50,15 +50,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from mipopt.errors import InstanceError
 from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.instance import Instance, Solution, Status, Termination
-from mipopt.io import write_atomic
-from mipopt.registry import MethodSpec, get_method, methods
-from mipopt.solvers import SolverOptions
+from mipopt.io import instance_argument, write_atomic
+from mipopt.registry import MethodSpec, checked_options, get_method, methods
 from mipopt.verifier import verify
+
+if TYPE_CHECKING:
+    from mipopt.heuristics.policy import Policy
 
 __all__ = [
     "EXACT",
@@ -240,7 +242,7 @@ Progress = Callable[[int, int, str], None]  # (steps done, steps in all, what ju
 
 def compare_methods(
     instances: Sequence[Instance],
-    method_names: Sequence[str],
+    method_names: Sequence[str | Policy],
     *,
     solver: str = "highs",
     time_limit_s: float | None = 60.0,
@@ -257,8 +259,12 @@ def compare_methods(
     instances
         The instances, in order.
     method_names
-        Method names (:func:`mipopt.methods`); the references ``exact`` (joint) and
-        ``exact-initial`` always run on each instance and are not repeated when named.
+        Method names (:func:`mipopt.methods`) or :class:`~mipopt.heuristics.policy.Policy`
+        objects (yours, or :func:`mipopt.make_policy`'s; the row's method is the policy's
+        name; on an executor other than ``serial`` its class must be importable by the
+        workers, from a module rather than a notebook or ``__main__``); the references
+        ``exact`` (joint) and ``exact-initial`` always run on each instance and are not
+        repeated when named.
     solver
         Backend of the exact methods, ``highs`` or ``cpsat``.
     time_limit_s
@@ -288,7 +294,9 @@ def compare_methods(
     Raises
     ------
     InstanceError
-        For an unknown method name, an unknown solver or a bad time limit.
+        Naming the parameter: an unknown method name (:class:`~mipopt.errors.UnknownMethodError`),
+        an unknown solver, a bad time limit, thread count or seed, an instance that is not one
+        (:class:`~mipopt.errors.ParameterTypeError`).
     InvalidSolutionError
         When the verifier rejects a method's solution.
 
@@ -299,18 +307,18 @@ def compare_methods(
     >>> [(r.method, r.acceptance, r.acceptance_gap, r.matches_reference) for r in rows]
     [('exact', 4.0, 0.0, True), ('exact-initial', 3.0, 0.0, True), ('ff-agnostic', 2.0, 1.0, False)]
     """
-    try:
-        SolverOptions(time_limit_s=time_limit_s, threads=threads, seed=seed)  # checks them once, up front
-    except ValueError as err:
-        raise InstanceError("time_limit_s" if "time_limit" in str(err) else "threads", str(err)) from None
+    for i, inst in enumerate(instances):
+        instance_argument(inst, f"instances[{i}]")
+    # checked once, up front, by solve's rules
+    given = checked_options({"time_limit_s": time_limit_s, "threads": threads, "seed": seed})
     from mipopt.solvers import BACKENDS
 
     if solver not in BACKENDS:
         raise InstanceError("solver", f"unknown solver {solver!r} (known: {', '.join(BACKENDS)})")
     for name in method_names:
         get_method(name, "methods")  # an unknown name fails before any solve
-    names = tuple(n for n in method_names if n not in (EXACT, EXACT_INITIAL))
-    given = {"solver": solver, "time_limit_s": time_limit_s, "threads": threads, "seed": seed}
+    names = tuple(n for n in method_names if not isinstance(n, str) or n not in (EXACT, EXACT_INITIAL))
+    given["solver"] = solver
     total = len(instances) * (2 + len(names))
     parsed = executor if isinstance(executor, Executor) else parse_executor(executor or "serial")
     if runs_here(parsed, len(instances)):
@@ -337,7 +345,7 @@ def compare_methods(
 
 def _instance_rows(
     inst: Instance,
-    names: Sequence[str],
+    names: Sequence[str | Policy],
     given: dict[str, Any],
     step: Callable[[int, str], None] | None = None,
 ) -> list[GapRow]:

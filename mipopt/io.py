@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mipopt.errors import InstanceError
+from mipopt.errors import InstanceError, ParameterTypeError
 from mipopt.instance import (
     Instance,
     Solution,
@@ -68,6 +68,29 @@ def load_instance(path: str | Path) -> Instance:
     ('quickstart', 3, ['batch-d', 'infer-e', 'llm-f', 'infer-g', 'llm-h'])
     """
     return instance_from_dict(read_json(path), default_name=Path(path).stem)
+
+
+def instance_argument(value: object, name: str = "instance") -> Instance:
+    """``value`` when it is an :class:`Instance`; else a :class:`ParameterTypeError` naming
+    ``name``, which says to read a path with :func:`mipopt.load_instance`.
+
+    Examples
+    --------
+    >>> instance_argument("instances/quickstart.json")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.ParameterTypeError: instance: must be an Instance, got the path 'instances/quickstart.json': read it with mipopt.load_instance('instances/quickstart.json')
+    """
+    if isinstance(value, Instance):
+        return value
+    if isinstance(value, str | os.PathLike):
+        path = os.fspath(value)
+        raise ParameterTypeError(
+            name, f"must be an Instance, got the path {path!r}: read it with mipopt.load_instance({path!r})"
+        )
+    raise ParameterTypeError(
+        name, f"must be an Instance (mipopt.load_instance reads one), got {type(value).__name__}"
+    )
 
 
 def load_solution(path: str | Path) -> Solution:

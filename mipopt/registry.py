@@ -28,8 +28,10 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from mipopt.errors import InstanceError
+from mipopt import _fields as f
+from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
 from mipopt.instance import Budget, Instance, Solution
+from mipopt.io import instance_argument
 from mipopt.state.idle import reuse_idle
 
 if TYPE_CHECKING:
@@ -37,7 +39,15 @@ if TYPE_CHECKING:
     from mipopt.exact.sweep import Front
     from mipopt.heuristics.policy import Policy
 
-__all__ = ["MethodSpec", "default_portfolio", "get_method", "methods", "solve", "sweep"]
+__all__ = [
+    "MethodSpec",
+    "checked_options",
+    "default_portfolio",
+    "get_method",
+    "methods",
+    "solve",
+    "sweep",
+]
 
 Kind = Literal["exact", "heuristic"]
 
@@ -50,6 +60,14 @@ GRMU_OPTIONS = ("model", "objective", "use_case", "warm_start", "progress", "bud
 WPM_OPTIONS = ("model", "use_case", "warm_start", "budget", *SOLVER_OPTIONS)
 #: The heuristics the exact driver tries as warm starts, cheapest first.
 PORTFOLIO = ("ff", "mfi", "bf", "ibm-initial")
+#: The rule each numeric option of :func:`solve` obeys (:class:`mipopt.solvers.SolverOptions`
+#: checks its own fields by the same rules).
+OPTION_RULES: Mapping[str, Callable[[Any, str], Any]] = {
+    "time_limit_s": f.seconds_argument,
+    "threads": f.count_argument,
+    "seed": f.seed_argument,
+    "gap": f.gap_argument,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +87,8 @@ class MethodSpec:
     run
         ``run(instance, **options) -> Solution``.
     policy
-        For an online policy run in batch: the policy spec it makes (``ibm-initial``).
+        For an online policy run in batch: the policy spec it makes (``ibm-initial``), or for a
+        :class:`~mipopt.heuristics.policy.Policy` object given instead of a name, its name.
     preset
         Options fixed by the name (``exact-initial`` is ``exact`` with ``use_case="initial"``).
     moves
@@ -370,7 +389,7 @@ def methods_text() -> str:
 _SPEC = re.compile(r"^(?P<name>[a-z0-9-]+|adapter\(.+\))(?::(?P<options>.*))?$")
 
 
-def get_method(spec: str, path: str = "method") -> MethodSpec:
+def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
     """The method a name means, with the options its name carries bound.
 
     Parameters
@@ -378,14 +397,19 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
     spec
         A name of :func:`methods`, with options after a colon: ``grmu:heavy=0.3`` (a policy's
         own options), ``exact:model=wpm,use_case=initial`` (an exact method's), or
-        ``adapter(<policy>)``.
+        ``adapter(<policy>)``; or a :class:`~mipopt.heuristics.policy.Policy` object (yours, or
+        one of :func:`mipopt.make_policy`), run in batch as a named policy is.
     path
         What to name in errors (``method``; the CLI passes ``--method``).
 
     Raises
     ------
+    UnknownMethodError
+        Naming ``path``: an unknown name (an :class:`InstanceError`, a :class:`ValueError`).
+    ParameterTypeError
+        Naming ``path``: neither a name nor a policy.
     InstanceError
-        Naming ``path``: an unknown name or option.
+        Naming ``path``: an unknown option.
 
     Examples
     --------
@@ -394,8 +418,13 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
     >>> get_method("nope")
     Traceback (most recent call last):
     ...
-    mipopt.errors.InstanceError: method: unknown method 'nope' (known: exact, exact-initial, ...)
+    mipopt.errors.UnknownMethodError: method: unknown method 'nope' (known: exact, exact-initial, ...)
+    >>> import mipopt
+    >>> get_method(mipopt.make_policy("mfi")).name
+    'mfi'
     """
+    if not isinstance(spec, str):
+        return _policy_method(spec, path)
     table = _methods()
     spec = spec.strip()
     match = _SPEC.match(spec)
@@ -426,7 +455,7 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
     policies = {s.policy for s in table.values() if s.policy} | {"adapter"}
     if base_name not in policies:
         known = ", ".join(table)
-        raise InstanceError(path, f"unknown method {spec!r} (known: {known}, adapter(<policy>))")
+        raise UnknownMethodError(path, f"unknown method {spec!r} (known: {known}, adapter(<policy>))")
     from mipopt.heuristics.policies import make_policy
 
     made = make_policy(policy, path)  # bad policy options fail here, naming path
@@ -439,6 +468,26 @@ def get_method(spec: str, path: str = "method") -> MethodSpec:
         policy=policy,
         moves=_policy_moves(made),
     )
+
+
+def _policy_method(policy: object, path: str) -> MethodSpec:
+    """A :class:`~mipopt.heuristics.policy.Policy` object as a method: in batch, as a named
+    policy runs (its name, or its class's name when it has none)."""
+    from mipopt.heuristics.policy import Policy, run_batch
+
+    if not isinstance(policy, Policy):
+        raise ParameterTypeError(
+            path,
+            f"must be a method name (mipopt.methods()) or a Policy, got {type(policy).__name__} {policy!r}",
+        )
+
+    def run(instance: Instance, *, seed: int = 0, budget: Budget | None = None) -> Solution:
+        return run_batch(policy, instance, seed=seed, budget=budget)
+
+    name = policy.name or type(policy).__name__
+    summary = f"online policy: {policy.describe()}"
+    options = _policy_options(policy)
+    return MethodSpec(name, "heuristic", summary, options, run, policy=name, moves=_policy_moves(policy))
 
 
 def _exact_options(text: str | None, base: MethodSpec, path: str) -> dict[str, Any]:
@@ -465,7 +514,7 @@ def _exact_options(text: str | None, base: MethodSpec, path: str) -> dict[str, A
 
 def solve(
     instance: Instance,
-    method: str = "exact",
+    method: str | Policy = "exact",
     *,
     model: str | None = None,
     solver: str | None = None,
@@ -490,7 +539,9 @@ def solve(
         The cluster and its workloads (:func:`mipopt.load_instance`).
     method
         A name of :func:`methods` (default ``exact``), with options after a colon
-        (``grmu:heavy=0.3``, ``exact:model=wpm``), or ``adapter(<policy>)``.
+        (``grmu:heavy=0.3``, ``exact:model=wpm``), or ``adapter(<policy>)``; or a
+        :class:`~mipopt.heuristics.policy.Policy` object, yours or :func:`mipopt.make_policy`'s,
+        run in batch (the new workloads arrive in file order).
     model
         Exact only: ``grmu`` (default: the configuration model, staged proofs), ``grmu-slots``,
         ``grmu-paper`` or ``wpm`` (IBM's profit MIP).
@@ -503,10 +554,13 @@ def solve(
         Exact only: the WPM paper's ``initial``, ``compaction``, ``reconfiguration`` or
         ``joint``.
     time_limit_s, threads, gap
-        Exact only: limit for the whole call, solver threads, relative gap at which each stage
-        stops (default 0: prove).
+        Exact only: limit for the whole call (positive seconds), solver threads (at least 1;
+        more than the machine's cores is capped at their number with a :class:`UserWarning`
+        saying so, since more only slow the solver down), relative gap in [0, 1) at which each
+        stage stops (default 0: prove).
     seed
-        Solver seed (exact) or the policy's random generator seed (online policies); default 0.
+        Solver seed (exact) or the policy's random generator seed (online policies), from 0 to
+        2,147,483,647 (32 bits); default 0.
     warm_start
         Exact only: a :class:`Solution` of ``instance`` to start from (it must verify);
         ``False`` skips the fast heuristics the GRMU driver tries first (for ``wpm``, ``True``
@@ -532,8 +586,14 @@ def solve(
     Raises
     ------
     InstanceError
-        Naming the parameter: an unknown method, an option the method does not take
-        (``objective`` with a heuristic, or with ``model="wpm"``), or a bad value.
+        Naming the parameter: an option the method does not take (``objective`` with a
+        heuristic, or with ``model="wpm"``), or a bad value (``gap=2``, ``threads=0``).
+    UnknownMethodError
+        Naming ``method``: a name :func:`methods` does not know (an :class:`InstanceError`).
+    ParameterTypeError
+        Naming the parameter: a wrong type (``time_limit_s="10"``, ``threads=2.5``, a path
+        for ``instance``: :func:`mipopt.load_instance` reads one); a :class:`TypeError` and an
+        :class:`InstanceError`.
 
     Examples
     --------
@@ -547,6 +607,7 @@ def solve(
     ...
     mipopt.errors.InstanceError: objective: method mfi takes no objective (it takes: seed)
     """
+    instance = instance_argument(instance)
     spec = get_method(method)
     budget = Budget(max_restarts, max_moved_gb)
     given = {
@@ -568,6 +629,7 @@ def solve(
         }.items()
         if v is not None
     }
+    given = checked_options(given)
     from mipopt.verifier import explain
 
     # GPUs of unknown layout hold MIG devices nobody has read: no method sees them; idle
@@ -577,6 +639,27 @@ def solve(
     solution = _reuse_idle(placeable, spec.solve(free, **given))
     # why each rejected workload is rejected (Solution.rejections)
     return explain(placeable, solution, exact=spec.kind == "exact")
+
+
+def checked_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with every one of :data:`OPTION_RULES` checked (and made a plain ``int`` or
+    ``float``); None, the method's default, and the other options pass as they are.
+
+    Raises
+    ------
+    InstanceError
+        Naming the option whose value breaks its rule.
+    ParameterTypeError
+        Naming the option whose value is of the wrong type.
+
+    Examples
+    --------
+    >>> checked_options({"gap": 2})
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: gap: must be in [0, 1), got 2
+    """
+    return {k: v if v is None or k not in OPTION_RULES else OPTION_RULES[k](v, k) for k, v in options.items()}
 
 
 def _reuse_idle(instance: Instance, solution: Solution) -> Solution:

@@ -27,10 +27,12 @@ from mipopt.compare import (
     summarize,
     summary_table,
 )
-from mipopt.errors import InstanceError
-from mipopt.instance import Instance, Objectives, Solution, Status, Termination
+from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
+from mipopt.heuristics.policy import Decision, Policy
+from mipopt.instance import Instance, Objectives, Solution, Status, Termination, Workload
 from mipopt.io import load_instance
 from mipopt.registry import MethodSpec, _methods, solve
+from mipopt.state.cluster import Cluster
 from mipopt.verifier import no_solution, solution_for, verify
 from mipopt.workloads.ibm import ibm_instance
 
@@ -305,8 +307,69 @@ def test_method_lists() -> None:
     ]
     with pytest.raises(InstanceError, match=r"^methods: method 'ff' is named twice$"):
         parse_methods("ff,mfi,ff")
-    with pytest.raises(InstanceError, match=r"^methods: unknown method 'nope'"):
+    with pytest.raises(UnknownMethodError, match=r"^methods: unknown method 'nope'"):
         compare_methods([load_instance(FIG2B)], ["nope"])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind", "message"),
+    [
+        ({"time_limit_s": 0}, InstanceError, "time_limit_s: must be positive, got 0"),
+        (
+            {"time_limit_s": "60"},
+            ParameterTypeError,
+            "time_limit_s: must be a number (seconds), got str '60'",
+        ),
+        ({"threads": 0}, InstanceError, "threads: must be >= 1, got 0"),
+        ({"threads": 1.5}, ParameterTypeError, "threads: must be an integer, got float 1.5"),
+        ({"seed": -1}, InstanceError, "seed: must be >= 0, got -1"),
+        (
+            {"method_names": [None]},
+            ParameterTypeError,
+            "methods: must be a method name (mipopt.methods()) or a Policy, got NoneType None",
+        ),
+        (
+            {"instances": [str(FIG2B)]},
+            ParameterTypeError,
+            f"instances[0]: must be an Instance, got the path {str(FIG2B)!r}: read it with "
+            f"mipopt.load_instance({str(FIG2B)!r})",
+        ),
+    ],
+)
+def test_bad_arguments_name_the_parameter_before_any_solve(
+    arguments: dict, kind: type[Exception], message: str
+) -> None:
+    call = {"instances": [load_instance(FIG2B)], "method_names": ["ff"], **arguments}
+    with pytest.raises(InstanceError) as info:
+        compare_methods(**call)
+    assert (type(info.value), str(info.value)) == (kind, message)
+
+
+class TopStart(Policy):
+    """The first GPU where the workload fits, at its highest legal start."""
+
+    name = "top-start"
+
+    def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        legal = cluster.legal(w)
+        fits = [k for k, bits in enumerate(legal) if bits]
+        return (fits[0], int(legal[fits[0]]).bit_length() - 1) if fits else None
+
+
+def test_a_policy_object_is_measured_against_the_optimum() -> None:
+    """Your own policy beside named ones: verified, against the initial optimum (it moves nothing)."""
+    fig2b = load_instance(FIG2B)
+    rows = by_method(compare_methods([fig2b], [TopStart(), mipopt.make_policy("ff-agnostic"), "mfi"]))
+    assert list(rows) == [EXACT, EXACT_INITIAL, "top-start", "ff-agnostic", "mfi"]
+    top = rows["top-start"]
+    assert (top.kind, top.may_move, top.reference_use_case, top.reference) == (
+        "policy",
+        False,
+        "initial",
+        "optimal",
+    )
+    assert (top.acceptance, top.acceptance_gap, top.matches_reference) == (3.0, 0.0, True)
+    assert (rows["ff-agnostic"].acceptance, rows["ff-agnostic"].acceptance_gap) == (2.0, 1.0)
 
 
 def test_gap_row_round_trips_through_csv(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ without its objective to tell the two apart (feasible means unbounded).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -55,6 +56,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import pyomo.environ as pyo
 
+from mipopt import _fields as f
+from mipopt.executors import cpu_count
 from mipopt.instance import Status, Termination
 from mipopt.solvers.stop import REASON_INTERRUPTED, REASON_TIME_LIMIT, Limits, StopFlag
 
@@ -79,12 +82,14 @@ class SolverOptions:
     time_limit_s
         Wall-clock limit in seconds; None for no limit.
     threads
-        Worker threads; None for the solver's default.
+        Worker threads; None for the solver's default. More than the machine's cores
+        (:func:`mipopt.executors.cpu_count`) is capped at their number, with a warning saying so.
     seed
-        Random seed passed to the solver (HiGHS ``random_seed``, CP-SAT ``random_seed``).
+        Random seed passed to the solver (HiGHS ``random_seed``, CP-SAT ``random_seed``), from 0
+        to 2,147,483,647 (32 bits, as CP-SAT takes it).
     mip_rel_gap
-        Relative gap at which the solver may stop and call its incumbent optimal. None keeps the
-        solver's default (HiGHS 1e-4, CP-SAT 0); pass 0 for a proof.
+        Relative gap in [0, 1) at which the solver may stop and call its incumbent optimal. None
+        keeps the solver's default (HiGHS 1e-4, CP-SAT 0); pass 0 for a proof.
     verbose
         Print the solver log.
     warm_start
@@ -107,6 +112,14 @@ class SolverOptions:
     node_limit
         Stop after this many branch-and-bound nodes (HiGHS ``mip_max_nodes``). Termination
         COMPLETED. Only for backends that declare ``supports_node_limit``.
+
+    Raises
+    ------
+    InstanceError
+        Naming the field: a bad time limit, thread count, seed or gap (the rules of
+        ``mipopt._fields``, by which :func:`mipopt.solve` checks its options too).
+    ParameterTypeError
+        Naming the field: one of those of the wrong type (``threads=2.5``).
     """
 
     time_limit_s: float | None = None
@@ -121,14 +134,20 @@ class SolverOptions:
     node_limit: int | None = None
 
     def __post_init__(self) -> None:
-        if self.time_limit_s is not None and not self.time_limit_s > 0:
-            raise ValueError(f"time_limit_s must be positive, got {self.time_limit_s!r}")
-        if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be at least 1, got {self.threads!r}")
-        if self.seed < 0:
-            raise ValueError(f"seed must be non-negative, got {self.seed!r}")
-        if self.mip_rel_gap is not None and not self.mip_rel_gap >= 0:
-            raise ValueError(f"mip_rel_gap must be non-negative, got {self.mip_rel_gap!r}")
+        if self.time_limit_s is not None:
+            f.seconds_argument(self.time_limit_s, "time_limit_s")
+        if self.threads is not None:
+            f.count_argument(self.threads, "threads")
+            cores = cpu_count()
+            if self.threads > cores:  # more threads than cores only slow a solve down
+                warnings.warn(
+                    f"threads: {self.threads} is more than this machine's {cores} cores; using {cores}",
+                    stacklevel=3,
+                )
+                object.__setattr__(self, "threads", cores)
+        f.seed_argument(self.seed, "seed")
+        if self.mip_rel_gap is not None:
+            f.gap_argument(self.mip_rel_gap, "mip_rel_gap")
         if self.deadline is not None and math.isnan(self.deadline):
             raise ValueError("deadline must be a number, got nan")
         if self.objective_target is not None and not math.isfinite(self.objective_target):

@@ -6,10 +6,13 @@ Optima are checked by hand in each builder's docstring.
 
 from __future__ import annotations
 
+import warnings
+
 import pyomo.environ as pyo
 import pytest
 from solver_models import BACKENDS, PROOF, knapsack, multi_knapsack
 
+from mipopt.errors import InstanceError
 from mipopt.instance import Status, Termination
 from mipopt.solvers import (
     CpSatBackend,
@@ -227,15 +230,33 @@ def test_get_backend():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"time_limit_s": 0}, "time_limit_s must be positive"),
-        ({"threads": 0}, "threads must be at least 1"),
-        ({"seed": -1}, "seed must be non-negative"),
-        ({"mip_rel_gap": -0.1}, "mip_rel_gap must be non-negative"),
+        ({"time_limit_s": 0}, "time_limit_s: must be positive, got 0"),
+        ({"time_limit_s": "10"}, "time_limit_s: must be a number (seconds), got str '10'"),
+        ({"threads": 0}, "threads: must be >= 1, got 0"),
+        ({"threads": 2.5}, "threads: must be an integer, got float 2.5"),
+        ({"seed": -1}, "seed: must be >= 0, got -1"),
+        ({"seed": 2**31}, "seed: must be <= 2147483647, got 2147483648"),
+        ({"mip_rel_gap": -0.1}, "mip_rel_gap: must be in [0, 1), got -0.1"),
+        ({"mip_rel_gap": 1}, "mip_rel_gap: must be in [0, 1), got 1"),
     ],
 )
 def test_options_validated(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    """The rules of mipopt.solve's options (mipopt._fields), each naming the field."""
+    with pytest.raises(InstanceError) as info:
         SolverOptions(**kwargs)
+    assert str(info.value) == message
+    assert isinstance(info.value, TypeError) is ("must be a" in message)
+
+
+def test_threads_beyond_the_cores_are_capped(monkeypatch):
+    import mipopt.solvers.base
+
+    monkeypatch.setattr(mipopt.solvers.base, "cpu_count", lambda: 4)
+    with pytest.warns(UserWarning, match=r"^threads: 64 is more than this machine's 4 cores; using 4$"):
+        assert SolverOptions(threads=64).threads == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as many as the cores: no warning
+        assert SolverOptions(threads=4).threads == 4
 
 
 def test_relative_gap():
