@@ -125,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
         check_plan_options(args.semantics, "graph")
     inst = read_instance(args.instance)
     sol = _solve(inst, spec.name, given, args) if spec.kind == "exact" else _call(inst, spec.name, given)
-    plan = plan_to(inst, sol, "--plan", args.semantics, "graph", None) if args.plan else None
+    plan = None
+    if args.plan:  # parks are restarts too: the plan holds the budget the answer holds
+        budget = {"max_restarts": args.max_restarts, "max_moved_gb": args.max_moved_gb}
+        plan = plan_to(inst, sol, "--plan", args.semantics, "graph", None, **budget)
     if args.out:
         write_json(args.out, solution_to_dict(sol))
     if plan is not None:
