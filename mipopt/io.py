@@ -67,7 +67,7 @@ def load_instance(path: str | Path) -> Instance:
     >>> inst.name, len(inst.gpus), [w.id for w in inst.new]
     ('quickstart', 3, ['batch-d', 'infer-e', 'llm-f', 'infer-g', 'llm-h'])
     """
-    return instance_from_dict(read_json(path), default_name=Path(path).stem)
+    return instance_from_dict(read_json(path), default_name=Path(path).stem, source=Path(path).resolve())
 
 
 def instance_argument(value: object, name: str = "instance") -> Instance:
@@ -115,10 +115,31 @@ def load_solution(path: str | Path) -> Solution:
     return solution_from_dict(read_json(path))
 
 
+def json_text(data: Any) -> str:
+    """``data`` as the JSON text mipopt writes: indented, a final newline, no NaN nor Infinity."""
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
 def write_json(path: str | Path, data: Any) -> None:
     """Write JSON atomically (see :func:`write_atomic`)."""
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    text = json_text(data)
     write_atomic(Path(path), lambda fh: fh.write(text), text=True)
+
+
+def save_json(path: str | Path, data: Any, *, read_from: Path | None) -> None:
+    """Write JSON atomically (:func:`write_json`), never over ``read_from``: the file the
+    instance behind ``data`` was read from (``save`` of an instance, solution or plan).
+
+    Raises
+    ------
+    InstanceError
+        Naming ``path`` when it is ``read_from``.
+    """
+    if read_from is not None and Path(path).resolve() == read_from:
+        raise InstanceError(
+            "path", f"{path} is the file the instance was read from; write it to another file"
+        )
+    write_json(path, data)
 
 
 def write_text(path: str | Path, text: str, *, executable: bool = False) -> None:

@@ -581,7 +581,8 @@ def solve(
     -------
     Solution
         Its status says what was proven; a time-limited exact answer carries its bound and gap;
-        ``rejections`` says why each rejected workload is (:func:`mipopt.verifier.rejection_reasons`).
+        ``rejections`` says why each rejected workload is (:func:`mipopt.verifier.rejection_reasons`);
+        it remembers ``instance``, so ``summary()`` needs no argument.
 
     Raises
     ------
@@ -637,8 +638,8 @@ def solve(
     placeable = instance.placeable()
     free = replace(placeable, idle=()) if placeable.idle else placeable  # a new Instance is checked again
     solution = _reuse_idle(placeable, spec.solve(free, **given))
-    # why each rejected workload is rejected (Solution.rejections)
-    return explain(placeable, solution, exact=spec.kind == "exact")
+    # why each rejected workload is rejected (Solution.rejections); the answer is to the caller's instance
+    return replace(explain(placeable, solution, exact=spec.kind == "exact"), _instance=instance)
 
 
 def checked_options(options: Mapping[str, Any]) -> dict[str, Any]:

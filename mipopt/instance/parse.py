@@ -6,6 +6,7 @@ problem; the cross-reference rules are checked by :class:`Instance` itself.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from mipopt import _fields as f
@@ -77,8 +78,9 @@ def _header(d: dict[str, Any], expected: str) -> None:
         )
 
 
-def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
-    """Read an instance from its parsed JSON.
+def instance_from_dict(data: Any, default_name: str = "instance", *, source: Path | None = None) -> Instance:
+    """Read an instance from its parsed JSON; ``source`` is the file it came from, if any
+    (the instance remembers it: :meth:`Instance.save` never writes over it).
 
     Raises
     ------
@@ -155,7 +157,15 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
     idle = tuple(_idle(raw, f"idle[{k}]") for k, raw in enumerate(f.lst(d.get("idle", []), "idle")))
     notes = tuple(f.string(n, f"notes[{i}]") for i, n in enumerate(f.lst(d.get("notes", []), "notes")))
     return Instance(
-        name, tuple(hosts), tuple(gpus), tuple(workloads), tuple(custom.values()), description, idle, notes
+        name,
+        tuple(hosts),
+        tuple(gpus),
+        tuple(workloads),
+        tuple(custom.values()),
+        description,
+        idle,
+        notes,
+        _path=source,
     )
 
 

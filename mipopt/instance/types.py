@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mipopt._fields import name_problem, text_problem
 from mipopt.catalog import GpuModel, Profile, builtin_models
-from mipopt.errors import InstanceError
+from mipopt.errors import InstanceError, ParameterTypeError
 
 INSTANCE_FORMAT = "mipopt-instance"
 SOLUTION_FORMAT = "mipopt-solution"
@@ -116,6 +116,10 @@ class Instance:
     :class:`mipopt.instance.InstanceBuilder`; both end here, where the
     cross-references and the rules of the running state are checked.
 
+    An instance read by :func:`mipopt.load_instance` remembers its file (``_path``, kept
+    through ``dataclasses.replace``, neither written nor compared), so that :meth:`save`
+    never writes over it.
+
     Examples
     --------
     >>> import mipopt
@@ -138,6 +142,7 @@ class Instance:
     _host: dict[str, Host] = field(init=False, repr=False, compare=False)
     _workload: dict[str, Workload] = field(init=False, repr=False, compare=False)
     _models: dict[str, GpuModel] = field(init=False, repr=False, compare=False)
+    _path: Path | None = field(default=None, kw_only=True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_gpu", {g.id: g for g in self.gpus})
@@ -204,6 +209,49 @@ class Instance:
         )
         gpus = [g for g in self.gpus if g.layout_known]
         return replace(self, hosts=hosts, gpus=tuple(replace(g, index=i) for i, g in enumerate(gpus)))
+
+    # --- files
+
+    def to_json(self) -> str:
+        """The instance as ``mipopt-instance`` JSON text (docs/formats.md), as :meth:`save` writes it.
+
+        Examples
+        --------
+        >>> import json, mipopt
+        >>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
+        >>> json.loads(inst.to_json())["format"], mipopt.instance.instance_from_dict(json.loads(inst.to_json())) == inst
+        ('mipopt-instance', True)
+        """
+        from mipopt.instance.parse import instance_to_dict
+        from mipopt.io import json_text
+
+        return json_text(instance_to_dict(self))
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_json` to ``path`` atomically (a reader never sees half a file).
+
+        Raises
+        ------
+        InstanceError
+            Naming ``path`` when it is the file this instance was read from: write to another.
+
+        Examples
+        --------
+        >>> import mipopt, tempfile, pathlib
+        >>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     inst.save(pathlib.Path(tmp, "copy.json"))
+        ...     mipopt.load_instance(pathlib.Path(tmp, "copy.json")) == inst
+        True
+        >>> inst.save("instances/grmu_fig2b.json")
+        Traceback (most recent call last):
+        ...
+        mipopt.errors.InstanceError: path: instances/grmu_fig2b.json is the file the instance was read from; write it to another file
+        """
+        from mipopt.instance.parse import instance_to_dict
+        from mipopt.io import save_json
+
+        save_json(path, instance_to_dict(self), read_from=self._path)
 
 
 def _check(inst: Instance) -> None:
@@ -603,6 +651,10 @@ class Solution:
     workload is rejected, when someone asked (:func:`mipopt.verifier.explain`, ``mipopt
     solve``); it is information, empty when nobody did.
 
+    A solution made by a method (:func:`mipopt.solve`, :func:`mipopt.verifier.solution_for`)
+    remembers the :class:`Instance` it answers (``_instance``, neither written nor compared),
+    so :meth:`summary` needs no argument; one read from a file does not.
+
     Examples
     --------
     >>> import mipopt
@@ -628,6 +680,7 @@ class Solution:
     message: str = ""
     stages: tuple[StageResult, ...] = ()
     rejections: tuple[Rejection, ...] = ()
+    _instance: Instance | None = field(default=None, kw_only=True, repr=False, compare=False)
 
     def placed(self) -> dict[str, tuple[str, int]]:
         """Workload id -> (GPU id, start) of every placement (the last, when a workload is repeated)."""
@@ -640,27 +693,45 @@ class Solution:
             out.setdefault(a.workload, a)
         return out
 
-    def summary(self, instance: Instance, *, joint: bool = False) -> str:
+    def summary(self, instance: Instance | None = None, *, joint: bool = False) -> str:
         """The text ``mipopt solve`` prints: termination, objectives, stages, moves, one row per
         workload, metrics and the GPUs drawn.
 
         Parameters
         ----------
         instance
-            The instance this solves (its workloads and GPUs are listed).
+            The instance this solves (its workloads and GPUs are listed); by default the one
+            the solution remembers.
         joint
             Running workloads were free to move: a move gets a hint that ``use_case="initial"``
             keeps them home.
+
+        Raises
+        ------
+        ParameterTypeError
+            Naming ``instance`` when none is given and the solution remembers none (it was read
+            from a file).
 
         Examples
         --------
         >>> import mipopt
         >>> inst = mipopt.load_instance("instances/grmu_fig2b.json")
-        >>> print(mipopt.solve(inst, "ff").summary(inst).splitlines()[3])
-        objectives: acceptance 3, hardware 2, migrations 0
+        >>> print(mipopt.solve(inst, "ff").summary().splitlines()[3])
+        objectives: acceptance 3, hardware 2, migrations 0...
+        >>> mipopt.load_solution("docs/examples/hand_solution.json").summary()
+        Traceback (most recent call last):
+        ...
+        mipopt.errors.ParameterTypeError: instance: this solution does not know the instance it answers (it was read from a file or built by hand): pass it, summary(mipopt.load_instance(PATH))
         """
         from mipopt.instance.summary import solution_summary
 
+        instance = instance if instance is not None else self._instance
+        if instance is None:
+            raise ParameterTypeError(
+                "instance",
+                "this solution does not know the instance it answers (it was read from a file or built "
+                "by hand): pass it, summary(mipopt.load_instance(PATH))",
+            )
         return solution_summary(instance, self, joint=joint)
 
     def to_json(self) -> str:
@@ -680,7 +751,15 @@ class Solution:
         return json.dumps(solution_to_dict(self), indent=2) + "\n"
 
     def save(self, path: str | Path) -> None:
-        """Write :meth:`to_json` to ``path`` atomically (a reader never sees half a file)."""
-        from mipopt.io import write_solution
+        """Write :meth:`to_json` to ``path`` atomically (a reader never sees half a file).
 
-        write_solution(path, self)
+        Raises
+        ------
+        InstanceError
+            Naming ``path`` when it is the file the solution's instance was read from.
+        """
+        from mipopt.instance.parse import solution_to_dict
+        from mipopt.io import save_json
+
+        read_from = self._instance._path if self._instance is not None else None
+        save_json(path, solution_to_dict(self), read_from=read_from)

@@ -24,9 +24,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Literal
 
-from mipopt.errors import InstanceError
+from mipopt.errors import InstanceError, ParameterTypeError
 from mipopt.instance import Budget, Instance, Solution, Status, Termination
 from mipopt.instance.budget import disruption
+from mipopt.io import instance_argument
 from mipopt.migrate.graph import ParkLimit, graph_rounds
 from mipopt.migrate.plan import (
     SEMANTICS,
@@ -124,6 +125,7 @@ def plan_migration(
     >>> tight.metrics["moves"], tight.metrics["extra_moves"], tight.disrupted
     (2, 0, ('a',))
     """
+    instance = instance_argument(instance)
     if semantics not in SEMANTICS:
         raise InstanceError("semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
     if method not in METHODS:
@@ -172,6 +174,7 @@ def plan_migration(
         metrics=plan_metrics(instance, rounds, placed),
         runtime_s=time.perf_counter() - t0,
         message=message,
+        _instance=instance,
     )
 
 
@@ -199,6 +202,11 @@ def _plan_cost(instance: Instance, rounds: list[Round]) -> dict[str, float]:
 
 
 def _checked_target(instance: Instance, target: Solution | Mapping[str, Spot]) -> dict[str, Spot]:
+    if not isinstance(target, Solution | Mapping):
+        raise ParameterTypeError(
+            "target",
+            f"must be a Solution or a placement (workload id -> (GPU id, start)), got {type(target).__name__}",
+        )
     if not isinstance(target, Solution):
         target = solution_for(
             instance, dict(target), method="target", termination=Termination.COMPLETED, status=Status.FEASIBLE

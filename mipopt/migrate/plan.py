@@ -38,11 +38,13 @@ A create with ``from`` restores a drained workload; without it, it creates a new
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from mipopt import _fields as f
 from mipopt.errors import InstanceError
-from mipopt.state.occupancy import MOVE_KINDS, Spot
+from mipopt.instance import Instance
+from mipopt.state.occupancy import MOVE_KINDS, MOVE_LABELS, Spot
 
 __all__ = ["FORMAT", "SEMANTICS", "Create", "Drain", "Move", "Plan", "Round", "Spot", "plan_from_dict"]
 
@@ -138,6 +140,10 @@ class Plan:
         Running workloads drained (down between their drain and their restore).
     metrics
         Counts (see :func:`mipopt.migrate.plan_metrics`).
+
+    A plan made by :func:`mipopt.plan_migration` remembers the :class:`~mipopt.instance.Instance`
+    it starts from (``_instance``, neither written nor compared), so :meth:`summary` needs no
+    argument; one read from a file does not.
     """
 
     instance: str
@@ -149,6 +155,135 @@ class Plan:
     metrics: dict[str, float] = field(default_factory=dict)
     runtime_s: float = 0.0
     message: str = ""
+    _instance: Instance | None = field(default=None, kw_only=True, repr=False, compare=False)
+
+    def summary(self, instance: Instance | None = None) -> str:
+        """The plan as a person reads it, as ``mipopt plan`` prints it: a header of metrics,
+        then each round's drains, moves and creates.
+
+        Parameters
+        ----------
+        instance
+            The instance the plan starts from, for the profile of each step; by default the one
+            the plan remembers. Without either, the steps are listed without their profiles, and
+            a line says so.
+
+        Returns
+        -------
+        str
+            Lines without a trailing newline.
+
+        Examples
+        --------
+        >>> import mipopt
+        >>> inst = mipopt.load_instance("instances/swap.json")
+        >>> plan = mipopt.plan_migration(inst, mipopt.load_solution("instances/swap.target.json"))
+        >>> plan.summary().splitlines()[7:10]
+        ['round 1', '  move  a  3g.20gb  g0:0  ->  g1:0  inter-GPU  park', '']
+        """
+        instance = instance if instance is not None else self._instance
+
+        def at(spot: Spot) -> str:
+            return f"{spot[0]}:{spot[1]}"
+
+        def n(value: float) -> str:
+            return f"{value:g}"
+
+        def profile(wid: str, gpu: str) -> str:
+            if instance is None:
+                return ""
+            found = instance.profile_on(instance.workload(wid), instance.gpu(gpu).model)
+            if found is None:
+                raise KeyError(f"workload {wid!r} has no profile on GPU {gpu!r}")
+            return found.name
+
+        m = self.metrics
+        rounds = len(self.rounds)
+        lines = [
+            f"plan for {self.instance!r}: {self.semantics}, {self.method} planner, "
+            f"{rounds} round{'s' if rounds != 1 else ''} ({self.runtime_s:.3f} s)"
+        ]
+        by_kind = ", ".join(f"{n(m.get(f'moves_{k}', 0))} {MOVE_LABELS[k]}" for k in MOVE_KINDS)
+        lines.append(
+            f"moves: {n(m.get('moves', 0))} ({by_kind}), of which {n(m.get('extra_moves', 0))} extra (parking)"
+        )
+        disrupted = f" ({', '.join(self.disrupted)})" if self.disrupted else ""
+        lines.append(f"disruptive moves: {n(m.get('disruptive_moves', 0))}{disrupted}")
+        lines.append(f"new workloads created: {n(m.get('creates', 0))}")
+        lines.append(
+            f"moved memory: {n(m.get('moved_memory_slots', 0))} slots, {n(m.get('moved_memory_gb', 0))} GB"
+        )
+        lines.append(f"IBM sequential migrations: {n(m.get('sequential_migrations', 0))}")
+        if self.message:
+            lines.append(f"note: {self.message}")
+        if not self.rounds:
+            lines.append("\nnothing to do: the current placement is the target")
+            return "\n".join(lines)
+        if instance is None:
+            lines.append(
+                "profiles not shown: the plan does not know its instance (pass it: summary(instance))"
+            )
+
+        restored_in = {
+            c.workload: i for i, r in enumerate(self.rounds, 1) for c in r.creates if c.source is not None
+        }
+        table: list[tuple[int, tuple[str, ...]]] = []
+        for i, r in enumerate(self.rounds, 1):
+            for d in r.drains:
+                back = f"round {restored_in[d.workload]}" if d.workload in restored_in else "never"
+                p = profile(d.workload, d.source[0])
+                table.append(
+                    (i, ("drain", d.workload, p, at(d.source), "", "", f"disruptive, restored in {back}"))
+                )
+            for mv in r.moves:
+                p = profile(mv.workload, mv.target[0])
+                note = "park" if mv.park else ""
+                table.append(
+                    (i, ("move", mv.workload, p, at(mv.source), at(mv.target), MOVE_LABELS[mv.kind], note))
+                )
+            for c in r.creates:
+                p = profile(c.workload, c.target[0])
+                if c.source is None:
+                    table.append((i, ("create", c.workload, p, "", at(c.target), "", "new")))
+                else:
+                    kind = MOVE_LABELS.get(c.kind or "", "")
+                    table.append((i, ("create", c.workload, p, at(c.source), at(c.target), kind, "restore")))
+        widths = [max(len(row[k]) for _, row in table) for k in range(7)]
+        current = 0
+        for i, (verb, wid, prof, src, dst, kind, note) in table:
+            if i != current:
+                current = i
+                lines.append(f"\nround {i}")
+            arrow = "->" if dst else "  "
+            cells = [verb.ljust(widths[0]), wid.ljust(widths[1])]
+            cells += [prof.ljust(widths[2])] if instance is not None else []
+            cells += [src.rjust(widths[3]), arrow, dst.ljust(widths[4]), kind.ljust(widths[5]), note]
+            lines.append(("  " + "  ".join(cells)).rstrip())
+        return "\n".join(lines)
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_dict` to ``path`` as ``mipopt-plan`` JSON, atomically (what ``mipopt
+        plan --out`` writes; :func:`plan_from_dict` reads it back).
+
+        Raises
+        ------
+        InstanceError
+            Naming ``path`` when it is the file the plan's instance was read from.
+
+        Examples
+        --------
+        >>> import json, mipopt, pathlib, tempfile
+        >>> inst = mipopt.load_instance("instances/swap.json")
+        >>> plan = mipopt.plan_migration(inst, mipopt.load_solution("instances/swap.target.json"))
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     plan.save(pathlib.Path(tmp, "plan.json"))
+        ...     plan_from_dict(json.loads(pathlib.Path(tmp, "plan.json").read_text())) == plan
+        True
+        """
+        from mipopt.io import save_json
+
+        read_from = self._instance._path if self._instance is not None else None
+        save_json(path, self.to_dict(), read_from=read_from)
 
     def to_dict(self) -> dict[str, Any]:
         return {

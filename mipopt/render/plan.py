@@ -13,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from mipopt.catalog import Profile
 from mipopt.instance import Gpu, Instance
 from mipopt.interop.emit import Operation
 from mipopt.migrate.plan import Plan, Spot
 from mipopt.render import placement as render
-from mipopt.state.occupancy import MOVE_KINDS, MOVE_LABELS
 
 __all__ = ["format_operations", "plan_png", "plan_states", "plan_text", "png_gpus"]
 
@@ -32,13 +30,6 @@ PNG_PER_LINE = 4
 
 def _at(spot: Spot) -> str:
     return f"{spot[0]}:{spot[1]}"
-
-
-def _profile(instance: Instance, wid: str, gpu: str) -> Profile:
-    profile = instance.profile_on(instance.workload(wid), instance.gpu(gpu).model)
-    if profile is None:
-        raise KeyError(f"workload {wid!r} has no profile on GPU {gpu!r}")
-    return profile
 
 
 def _n(value: float) -> str:
@@ -61,7 +52,8 @@ def plan_states(instance: Instance, plan: Plan) -> list[dict[str, Spot]]:
 
 
 def plan_text(instance: Instance, plan: Plan) -> str:
-    """The plan as a person reads it: a header of metrics, then each round's drains, moves and creates.
+    """The plan as a person reads it: a header of metrics, then each round's drains, moves and
+    creates (:meth:`Plan.summary <mipopt.migrate.plan.Plan.summary>`).
 
     Parameters
     ----------
@@ -75,64 +67,7 @@ def plan_text(instance: Instance, plan: Plan) -> str:
     str
         Lines without a trailing newline.
     """
-    m = plan.metrics
-    rounds = len(plan.rounds)
-    lines = [
-        f"plan for {plan.instance!r}: {plan.semantics}, {plan.method} planner, "
-        f"{rounds} round{'s' if rounds != 1 else ''} ({plan.runtime_s:.3f} s)"
-    ]
-    by_kind = ", ".join(f"{_n(m.get(f'moves_{k}', 0))} {MOVE_LABELS[k]}" for k in MOVE_KINDS)
-    lines.append(
-        f"moves: {_n(m.get('moves', 0))} ({by_kind}), of which {_n(m.get('extra_moves', 0))} extra (parking)"
-    )
-    disrupted = f" ({', '.join(plan.disrupted)})" if plan.disrupted else ""
-    lines.append(f"disruptive moves: {_n(m.get('disruptive_moves', 0))}{disrupted}")
-    lines.append(f"new workloads created: {_n(m.get('creates', 0))}")
-    lines.append(
-        f"moved memory: {_n(m.get('moved_memory_slots', 0))} slots, {_n(m.get('moved_memory_gb', 0))} GB"
-    )
-    lines.append(f"IBM sequential migrations: {_n(m.get('sequential_migrations', 0))}")
-    if plan.message:
-        lines.append(f"note: {plan.message}")
-    if not plan.rounds:
-        lines.append("\nnothing to do: the current placement is the target")
-        return "\n".join(lines)
-
-    restored_in = {
-        c.workload: i for i, r in enumerate(plan.rounds, 1) for c in r.creates if c.source is not None
-    }
-    table: list[tuple[int, tuple[str, ...]]] = []
-    for i, r in enumerate(plan.rounds, 1):
-        for d in r.drains:
-            back = f"round {restored_in[d.workload]}" if d.workload in restored_in else "never"
-            p = _profile(instance, d.workload, d.source[0]).name
-            table.append(
-                (i, ("drain", d.workload, p, _at(d.source), "", "", f"disruptive, restored in {back}"))
-            )
-        for mv in r.moves:
-            p = _profile(instance, mv.workload, mv.target[0]).name
-            note = "park" if mv.park else ""
-            table.append(
-                (i, ("move", mv.workload, p, _at(mv.source), _at(mv.target), MOVE_LABELS[mv.kind], note))
-            )
-        for c in r.creates:
-            p = _profile(instance, c.workload, c.target[0]).name
-            if c.source is None:
-                table.append((i, ("create", c.workload, p, "", _at(c.target), "", "new")))
-            else:
-                kind = MOVE_LABELS.get(c.kind or "", "")
-                table.append((i, ("create", c.workload, p, _at(c.source), _at(c.target), kind, "restore")))
-    widths = [max(len(row[k]) for _, row in table) for k in range(7)]
-    current = 0
-    for i, (verb, wid, prof, src, dst, kind, note) in table:
-        if i != current:
-            current = i
-            lines.append(f"\nround {i}")
-        arrow = "->" if dst else "  "
-        cells = [verb.ljust(widths[0]), wid.ljust(widths[1]), prof.ljust(widths[2]), src.rjust(widths[3])]
-        cells += [arrow, dst.ljust(widths[4]), kind.ljust(widths[5]), note]
-        lines.append(("  " + "  ".join(cells)).rstrip())
-    return "\n".join(lines)
+    return plan.summary(instance)
 
 
 def format_operations(operations: Sequence[Operation]) -> str:

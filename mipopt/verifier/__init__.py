@@ -407,7 +407,8 @@ def solution_for(
 ) -> Solution:
     """Package a placement as a :class:`Solution`, objectives and metrics from :func:`evaluate`.
 
-    Workloads of the instance missing from ``placed`` are listed as rejected.
+    Workloads of the instance missing from ``placed`` are listed as rejected; the solution
+    remembers ``instance`` (:meth:`Solution.summary` needs no argument).
     """
     objectives, metrics = evaluate(instance, placed)
     return Solution(
@@ -423,6 +424,7 @@ def solution_for(
         gap=gap,
         metrics=metrics,
         message=message,
+        _instance=instance,
     )
 
 
@@ -439,4 +441,5 @@ def no_solution(
         rejected=tuple(w.id for w in instance.new),
         runtime_s=runtime_s,
         message=message,
+        _instance=instance,
     )
