@@ -64,6 +64,7 @@ __all__ = [
     "__version__",
     "catalog",
     "compare_methods",
+    "examples",
     "get_model",
     "hindsight_optimum",
     "instance_from_kubernetes",
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from mipopt import catalog
+    from mipopt import catalog, examples
     from mipopt.catalog import get_model
     from mipopt.compare import compare_methods
     from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
@@ -98,9 +99,13 @@ if TYPE_CHECKING:
     from mipopt.verifier import rejection_reasons, verify
 
 
+#: Public modules, imported on first use too.
+_MODULES = ("catalog", "examples")
+
+
 def __getattr__(name: str) -> Any:
-    if name == "catalog":
-        return importlib.import_module("mipopt.catalog")
+    if name in _MODULES:
+        return importlib.import_module(f"mipopt.{name}")
     if name not in _EXPORTS:
         raise AttributeError(f"module 'mipopt' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

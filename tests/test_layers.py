@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_fields"),
     ("catalog",),
     ("geometry",),
-    ("instance", "io", "executors"),
+    ("instance", "io", "executors", "examples"),
     ("verifier",),
     ("state",),
     ("solvers",),
