@@ -41,7 +41,7 @@ from pyomo.repn import generate_standard_repn
 
 from mipopt.errors import InstanceError
 from mipopt.exact.keep import keep_running
-from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_grmu
+from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_slots
 from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.exact.preprocess.indexing import TooManyMultisets
 from mipopt.instance import Budget, Instance, Solution, StageResult, Status, Termination
@@ -873,7 +873,7 @@ def _build(work: Instance, model: str, use_case: str | None) -> Formulation:
     if model != "grmu-slots":
         return build(model, work)
     _, fixed, closed = _use_case(work, model, use_case)
-    built = build_grmu(work, fixed=fixed)
+    built = build_slots(work, fixed=fixed)
     for gpu in closed:
         built.model.U[gpu].fix(0)
     return built

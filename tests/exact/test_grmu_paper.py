@@ -11,8 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from test_exact import OPTIMA
 
 from mipopt.catalog import model_from_dict
-from mipopt.errors import InstanceError
-from mipopt.exact.driver import solve_exact
 from mipopt.exact.models.grmu_paper import build_grmu_paper
 from mipopt.instance import Instance, InstanceBuilder, Termination
 from mipopt.io import load_instance, load_solution

@@ -11,7 +11,7 @@ from factories import instances
 from hypothesis import HealthCheck, assume, given, settings
 
 from mipopt.exact.driver import solve_exact
-from mipopt.exact.models import build_grmu
+from mipopt.exact.models import build_slots
 from mipopt.exact.preprocess import candidates
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination
 from mipopt.verifier import evaluate, solution_for, verify
@@ -78,7 +78,7 @@ def _violated(model: pyo.ConcreteModel) -> list[str]:
 def test_warm_start_of_a_placement_is_feasible_and_prices_it(inst: Instance) -> None:
     """Encoding any valid placement gives a feasible point whose expressions equal the verifier's."""
     placed = solve_exact(inst, objective="lex:acceptance").placed()  # a valid placement with moves likely
-    built = build_grmu(inst)
+    built = build_slots(inst)
     values = built.warm_start(placed)
     for var in built.model.component_data_objects(pyo.Var):
         var.set_value(values[var.name], skip_validation=True)
@@ -101,7 +101,7 @@ def _two_gpus_with(n_new: int) -> Instance:
 
 
 def test_model_size_grows_with_classes_not_workloads() -> None:
-    few, many = build_grmu(_two_gpus_with(3)), build_grmu(_two_gpus_with(60))
+    few, many = build_slots(_two_gpus_with(3)), build_slots(_two_gpus_with(60))
     assert few.stats["variables"] == many.stats["variables"]
     assert few.stats["shapes"] == 2  # the running 3g.20gb and the 1g.5gb class
     sol = solve_exact(_two_gpus_with(60))
@@ -121,7 +121,7 @@ def test_weight_classes_of_one_shape_take_the_heavier_first() -> None:
     assert verify(inst, sol).valid
     assert sol.objectives is not None and sol.objectives.acceptance == 6
     assert "n2" in sol.placed()
-    assert build_grmu(inst).stats["shapes"] == 1
+    assert build_slots(inst).stats["shapes"] == 1
 
 
 def _leave_for_a_7g(other_host: bool) -> Instance:

@@ -14,7 +14,7 @@ from typing import Protocol
 import pyomo.environ as pyo
 
 from mipopt.errors import InstanceError
-from mipopt.exact.models.grmu_slots import MEASURES, OBJECTIVES, SENSE, GrmuModel, build_grmu
+from mipopt.exact.models.grmu_slots import MEASURES, OBJECTIVES, SENSE, SlotModel, build_slots
 from mipopt.instance import Instance
 
 
@@ -49,7 +49,7 @@ def _build_grmu_paper(instance: Instance) -> Formulation:
 #: Formulation name (``--model``) -> (builder, one-line description).
 MODELS: dict[str, tuple[Callable[[Instance], Formulation], str]] = {
     "grmu": (_build_config, "configuration model: multisets of profiles per GPU, staged proofs"),
-    "grmu-slots": (build_grmu, "tight GRMU model over candidate placements (start slots)"),
+    "grmu-slots": (build_slots, "tight GRMU model over candidate placements (start slots)"),
     "grmu-paper": (_build_grmu_paper, "GRMU ILP as printed (Eqs. 3-26)"),
 }
 
@@ -67,4 +67,4 @@ def build(name: str, instance: Instance) -> Formulation:
     return MODELS[name][0](instance)
 
 
-__all__ = ["MEASURES", "MODELS", "OBJECTIVES", "SENSE", "Formulation", "GrmuModel", "build", "build_grmu"]
+__all__ = ["MEASURES", "MODELS", "OBJECTIVES", "SENSE", "Formulation", "SlotModel", "build", "build_slots"]

@@ -45,7 +45,7 @@ MEASURES = ("restarted", "moved_memory_gb")
 
 
 @dataclass
-class GrmuModel:
+class SlotModel:
     """A built model and what is needed to read a placement back out of it.
 
     Attributes
@@ -206,7 +206,7 @@ def _on(var: pyo.Var) -> bool:
     return var.value is not None and var.value > 0.5
 
 
-def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuModel:
+def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotModel:
     """Build the tight GRMU model of ``instance``.
 
     Running workloads stay placed, new ones may be rejected; the expressions of
@@ -407,7 +407,7 @@ def build_grmu(instance: Instance, fixed: Iterable[str] | None = None) -> GrmuMo
         "pool_slots": len(pool),
         "stays": len(stays),
     }
-    return GrmuModel(instance, m, shapes, pool, stays, accept, fixed_at, stats, relaxed=relaxed)
+    return SlotModel(instance, m, shapes, pool, stays, accept, fixed_at, stats, relaxed=relaxed)
 
 
 def leaver_memory(instance: Instance, w: Workload) -> tuple[float, float]:
