@@ -162,6 +162,8 @@ PORTFOLIO_S_PER_WORKLOAD = 1e-4
 #: migrations or restarts stage (a proof of 0 when it reaches the optima so far).
 HOME_SHARE = 0.5
 RESTRICTED_SHARE = 0.25
+#: Share of the time left for the warm start of the home model (:meth:`_Run.home_start`).
+HOME_START_SHARE = 0.3
 #: Share of a time limit kept back to bring an unproven answer's restarts down (the restricted
 #: model, then :func:`mipopt.exact.keep.keep_running`).
 REPAIR_SHARE = 0.3
@@ -612,6 +614,7 @@ class _Run:
         """
         seen: set[str] = {name for name, _, _ in self.limits}
         stages = self.stage_list()
+        self.home_start(models, stages[0])
         for i, stage in enumerate(stages):
             if self.stopped() is not None:
                 break
@@ -643,6 +646,29 @@ class _Run:
                 return
             if outcome != "next":
                 break
+
+    def home_start(self, models: _ConfigModels, first: Stage) -> None:
+        """A warm start that restarts nothing: the first stage (acceptance or hardware) optimized
+        on the ``home`` model within :data:`HOME_START_SHARE` of the time left. A later model's
+        answer replaces it only when better in the objective's order, so a time-limited answer
+        keeps running workloads home unless moving them bought something."""
+        if (
+            first.name not in ("acceptance", "hardware")
+            or not self.work.running
+            or self.stopped() is not None
+        ):
+            return
+        built = models.get("home")
+        if not self.prepare(built):
+            return
+        m = built.model
+        m.del_component("stage_objective")
+        m.stage_objective = pyo.Objective(expr=built.expression(first.name), sense=first.sense)
+        warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
+        self.report(first.name, "home", False, self.best.values.get(first.name), None)
+        result = self.backend.solve(m, self.stage_options(warm, HOME_START_SHARE))
+        if result.has_solution:
+            self.best.offer(built.decode(), f"home {first.name}")
 
     def zero(self, models: _ConfigModels, stage: Stage, started: float) -> bool:
         """Prove ``stage`` (migrations or restarts) 0 by a placement that keeps running workloads
