@@ -275,7 +275,7 @@ def _table() -> dict[str, MethodSpec]:
     specs = [
         _exact_spec(
             "exact",
-            "lexicographic optimum (acceptance, hardware, migrations) of a MIP model: grmu (default), "
+            "lexicographic optimum (acceptance, hardware, migrations, restarts) of a MIP model: grmu (default), "
             "grmu-slots, grmu-paper, or IBM's wpm",
             {},
         ),

@@ -45,7 +45,7 @@ def test_every_heuristic_gives_a_verified_solution(name: str, fbk_fig3: mipopt.I
             "exact",
             {"model": "wpm", "objective": "lex:acceptance"},
             "objective: method exact with model wpm takes no objective (it takes: model, use_case, "
-            "warm_start, solver, time_limit_s, threads, seed, gap)",
+            "warm_start, budget, solver, time_limit_s, threads, seed, gap)",
         ),
         ("exact-initial", {"use_case": "joint"}, "use_case: method exact-initial sets use_case itself"),
         (

@@ -26,8 +26,6 @@ from collections import defaultdict
 from collections.abc import Hashable
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
 from mipopt.exact.preprocess import placement_key
 from mipopt.exact.preprocess.indexing import index_keeping
@@ -83,6 +81,8 @@ class _Keeper:
 
     def contents(self, placed: Placed) -> Placed:
         """Step 1: whole GPU contents to the GPUs of their host and model they keep best."""
+        from scipy.sparse import csr_matrix  # scipy.optimize takes 1 s to import, this nothing after
+        from scipy.sparse.csgraph import min_weight_full_bipartite_matching
         inst = self.inst
         on: dict[str, list[str]] = defaultdict(list)
         for wid, (gpu, _) in placed.items():
@@ -103,7 +103,7 @@ class _Keeper:
                         x, y = self.cost(wid, (target, placed[wid][1]))
                         first, second = first + x, second + y
                     cost[a, b] = _FIRST * first + second
-            # every entry + 1: a zero is no edge to the sparse matcher (scipy.optimize takes 1 s to import)
+            # every entry + 1: a zero is no edge to the sparse matcher
             rows, cols = min_weight_full_bipartite_matching(csr_matrix(cost + 1.0))
             if cost[rows, cols].sum() >= np.trace(cost) - 1e-9:
                 continue  # nothing gained: keep the contents where they are

@@ -18,7 +18,7 @@ from mipopt.instance import solution_from_dict
 from mipopt.io import write_json
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "instances" / "quickstart.json"
-OBJECTIVES = "objectives: acceptance 8, hardware 6, migrations 0"
+OBJECTIVES = "objectives: acceptance 8, hardware 6, migrations 0, restarts 0"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 Capsys = pytest.CaptureFixture[str]
@@ -44,7 +44,7 @@ def test_solve_exact_is_the_default_and_proves_optimality(capsys: Capsys) -> Non
     code, out, err = run(capsys, "solve", str(QUICKSTART))
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[1] == "method: grmu / highs, lex:acceptance,hardware,migrations"
+    assert lines[1] == "method: grmu / highs, lex:acceptance,hardware,migrations,restarts"
     assert lines[2].startswith("termination: optimal, status: optimal, runtime ")
     assert OBJECTIVES in lines
 
@@ -54,7 +54,7 @@ def test_solve_bad_objective_is_one_line(capsys: Capsys) -> None:
     assert code == 2
     assert err == (
         "mipopt: error: --objective: unknown objective 'foo' "
-        "(known: acceptance, hardware, migrations, intra_moves)\n"
+        "(known: acceptance, hardware, migrations, restarts)\n"
     )
 
 
