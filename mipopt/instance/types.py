@@ -639,7 +639,15 @@ class Rejection:
 
 
 #: The reasons a workload is rejected, in the order they are tried.
-REJECTION_CODES = ("no-profile", "gpu-models", "host-capacity", "not-chosen")
+REJECTION_CODES = (
+    "no-profile",
+    "gpu-models",
+    "host-capacity",
+    "no-room",
+    "needs-restarts",
+    "undecided",
+    "not-chosen",
+)
 
 
 @dataclass(frozen=True, slots=True)

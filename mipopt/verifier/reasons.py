@@ -11,33 +11,65 @@ The reasons, tried in the order of :data:`mipopt.instance.types.REJECTION_CODES`
 ``host-capacity``
     No host with an eligible GPU has the cpu or ram for the workload alone (capacities,
     not what is left).
+``no-room``
+    No answer of this run places it: with every running workload placed (none is ever
+    evicted), the pinned ones where they run, and the running workloads the run may not
+    move where they run, every legal start of its profile on every eligible GPU is held,
+    or its host lacks the cpu or ram. The message names the starts of its profile per
+    GPU model and what holds each (pinned or running workloads by name, a profile's
+    count, the ``+me`` instance, compute, the host's cpu or ram), the first
+    :data:`SHOWN` GPUs in full and the rest counted by cause, and, where running
+    workloads might move, why moving them makes no room.
+``needs-restarts``
+    Room exists only by restarting running workloads, which this run does not allow:
+    the method keeps them where they run (``exact-initial``, a heuristic that never
+    moves them) or the caller's :class:`~mipopt.instance.Budget` (``--max-restarts``,
+    ``--max-moved-gb``) is too small. The message names an answer that would place it
+    and the restarts it needs ("at least" when the exact check proves no answer needs
+    fewer).
+``undecided``
+    The run may move running workloads, the request fits only if some move, and within
+    the time for checks no answer was found nor proven impossible.
 ``not-chosen``
-    It fits somewhere, but the method preferred others. The message says which case:
-    it fits in the space the solution leaves (then the objective preferred leaving it
-    out: which one, and by how much), or no eligible spot is left (the acceptance
-    objective, or the heuristic, placed others there), or the spots are held by pinned
-    workloads, or the method found no placement at all.
+    Some answer of this run places it, and the method left it out. The message says
+    which case: it fits in the space the solution leaves (then which objective preferred
+    leaving it out, and by how much), or an answer places it elsewhere (where, moving
+    which running workloads) and the solution put others there (which objective
+    preferred them, "proven optimal" when the solution is; which heuristic placed them
+    first), or the method found no placement at all.
 
 The first three depend on the instance alone (:func:`unplaceable`, what ``mipopt
-validate`` reports); the fourth on the solution (:func:`rejection_reasons`). Like the
-rest of the verifier, the space left is computed here from the catalog's placement
-lists, sharing no placement code with the methods.
+validate`` reports); the others on the solution and the run (:func:`rejection_reasons`):
+whether the method may move running workloads, and the budget.
+
+Whether an answer places a request is decided by :mod:`mipopt.verifier.room`, once for
+each group of identical requests (profile, cpu, ram, ``gpu_models``): first from the
+space the solution leaves, then beside the pinned workloads, then beside the running
+workloads where they run, all read off the catalog's placement lists (no placement code
+is shared with the methods); only a request that fits beside the pinned workloads but
+not beside the running ones needs a search (totals, a greedy search, then an exact
+CP-SAT check of the verifier's own, within :data:`CHECK_S` seconds a group and
+:data:`CHECKS_S` a call). Every answer found is checked again by the verifier's rules.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+import time
+from dataclasses import dataclass, replace
 
-from mipopt.catalog import GpuModel
-from mipopt.instance import Assignment, Instance, Solution, Status, Workload
+from mipopt.catalog import GpuModel, Profile
+from mipopt.instance import Assignment, Budget, Instance, Solution, Status, Workload
+from mipopt.instance.budget import UNLIMITED
 from mipopt.instance.types import REJECTION_CODES, Rejection
+from mipopt.verifier.room import Block, Search, Space, Witness, find_room, legal_starts, room_for
 
 __all__ = ["REJECTION_CODES", "Rejection", "explain", "rejection_reasons", "spot_left", "unplaceable"]
 
-#: How many ids a message lists before it says how many more.
+#: How many ids (or GPUs) a message lists before it says how many more.
 SHOWN = 3
+#: Seconds the searches for one group of identical requests may take, and one call's in all.
+CHECK_S = 1.0
+CHECKS_S = 3.0
 
 
 def unplaceable(instance: Instance) -> tuple[Rejection, ...]:
@@ -59,7 +91,13 @@ def unplaceable(instance: Instance) -> tuple[Rejection, ...]:
 
 
 def rejection_reasons(
-    instance: Instance, solution: Solution, *, exact: bool | None = None
+    instance: Instance,
+    solution: Solution,
+    *,
+    exact: bool | None = None,
+    moves: bool = True,
+    budget: Budget | None = None,
+    time_limit_s: float = CHECKS_S,
 ) -> tuple[Rejection, ...]:
     """Why each workload of ``instance`` that ``solution`` does not place is rejected.
 
@@ -76,6 +114,15 @@ def rejection_reasons(
         exact when it has stages. An exact method's ``not-chosen`` names the objective
         (its stages' ``objective``), a heuristic's names the heuristic
         (:attr:`~mipopt.instance.Solution.method`).
+    moves
+        Whether the method may move running workloads that are not pinned
+        (:attr:`mipopt.registry.MethodSpec.moves`); when not, a request that fits only if
+        some move is ``needs-restarts`` or ``no-room``, never ``not-chosen``.
+    budget
+        The run's limit on restarts and GB moved (None: no limit).
+    time_limit_s
+        Seconds the searches of this call may take in all (:data:`CHECKS_S`); a request
+        left undecided by then is ``undecided``.
 
     Returns
     -------
@@ -86,25 +133,31 @@ def rejection_reasons(
     --------
     >>> import mipopt
     >>> inst = mipopt.load_instance("instances/quickstart.json")
-    >>> [r.message for r in rejection_reasons(inst, mipopt.solve(inst, "ff"))]
-    ["no room left on its eligible GPU (h2-g0): held by pinned workload 'llm-c'"]
+    >>> [(r.code, r.message) for r in rejection_reasons(inst, mipopt.solve(inst, "ff"))]
+    [('no-room', "7g.80gb may start only at 0 on H100-80GB; on h2-g0 start 0 is held by pinned 'llm-c' (2g.20gb at 4)")]
     """
     if exact is None:
         exact = bool(solution.stages)
-    space = _Space(instance, solution.placements)
-    pinned = _Space(instance, _pinned(instance))
+    work = instance.placeable() if instance.unknown_layout else instance
+    why = _Explainer(work, solution, exact, moves, budget or UNLIMITED, time.monotonic() + time_limit_s)
     out = []
     for w in instance.workloads:
-        if w.id in space.placed:
-            continue
-        reason = _never(instance, w) or _not_chosen(instance, solution, w, space, pinned, exact)
-        out.append(reason)
+        if w.id not in why.space.at:
+            out.append(_never(instance, w) or why.reason(w))
     return tuple(out)
 
 
-def explain(instance: Instance, solution: Solution, *, exact: bool | None = None) -> Solution:
-    """``solution`` carrying :func:`rejection_reasons` in its ``rejections``: its summary and
-    JSON then say why each rejected workload is rejected.
+def explain(
+    instance: Instance,
+    solution: Solution,
+    *,
+    exact: bool | None = None,
+    moves: bool = True,
+    budget: Budget | None = None,
+    time_limit_s: float = CHECKS_S,
+) -> Solution:
+    """``solution`` carrying :func:`rejection_reasons` (same parameters) in its
+    ``rejections``: its summary and JSON then say why each rejected workload is rejected.
 
     Examples
     --------
@@ -112,9 +165,12 @@ def explain(instance: Instance, solution: Solution, *, exact: bool | None = None
     >>> inst = mipopt.load_instance("instances/quickstart.json")
     >>> sol = explain(inst, mipopt.solve(inst, "ff"))
     >>> [(r.workload, r.code) for r in sol.rejections]
-    [('llm-f', 'not-chosen')]
+    [('llm-f', 'no-room')]
     """
-    return replace(solution, rejections=rejection_reasons(instance, solution, exact=exact))
+    reasons = rejection_reasons(
+        instance, solution, exact=exact, moves=moves, budget=budget, time_limit_s=time_limit_s
+    )
+    return replace(solution, rejections=reasons)
 
 
 def spot_left(instance: Instance, solution: Solution, workload: str) -> tuple[str, int] | None:
@@ -130,7 +186,7 @@ def spot_left(instance: Instance, solution: Solution, workload: str) -> tuple[st
     True
     """
     w = instance.workload(workload)
-    space = _Space(instance, [a for a in solution.placements if a.workload != workload])
+    space = Space(instance, [a for a in solution.placements if a.workload != workload])
     spots = space.spots(w)
     return None if not spots else (spots[0][0], spots[0][1])
 
@@ -160,7 +216,7 @@ def _never(instance: Instance, w: Workload) -> Rejection | None:
             f"are {', '.join(m.name for m in having)}",
         )
     hosts = _eligible_hosts(instance, eligible)
-    if any(_room(h.cpu, w.cpu) and _room(h.ram_gb, w.ram_gb) for h in hosts):
+    if any(room_for(h.cpu, w.cpu) and room_for(h.ram_gb, w.ram_gb) for h in hosts):
         return None
     return Rejection(w.id, "host-capacity", _capacity_text(w, hosts))
 
@@ -178,16 +234,12 @@ class _HostCaps:
     ram_gb: float | None
 
 
-def _room(capacity: float | None, need: float) -> bool:
-    return capacity is None or need <= capacity + 1e-9
-
-
 def _capacity_text(w: Workload, hosts: list[_HostCaps]) -> str:
     """Which of cpu and ram no eligible host has, with the largest there is."""
     short = []
     for what, need, unit in (("cpu", w.cpu, ""), ("ram_gb", w.ram_gb, " GB")):
         caps = [(getattr(h, what), h.id) for h in hosts]
-        if all(not _room(cap, need) for cap, _ in caps):
+        if all(not room_for(cap, need) for cap, _ in caps):
             most = max(cap for cap, _ in caps)
             at = ", ".join(h for cap, h in caps if cap == most)
             short.append((what.removesuffix("_gb"), need, most, unit, at))
@@ -210,124 +262,316 @@ def _cap(capacity: float | None, unit: str = "") -> str:
     return "unlimited" if capacity is None else f"{capacity:g}{unit}"
 
 
-# --- the space a solution leaves
+# --- the solution and the run
+
+#: Requests alike in all that decides where they fit: one room serves them all.
+_Key = tuple[str | int, tuple[str, ...] | None, float, float]
 
 
-@dataclass
-class _Space:
-    """GPUs and hosts as a set of placements leaves them: slots, counts, +me, compute, cpu, ram."""
-
-    instance: Instance
-    placements: Iterable[Assignment]
-    placed: dict[str, str] = field(default_factory=dict)  # workload -> GPU
-    masks: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    counts: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
-    media: set[str] = field(default_factory=set)
-    compute: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    cpu: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    ram: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    by_gpu: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    _free: dict[tuple[str | int, tuple[str, ...] | None], list[tuple[str, int]]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        inst = self.instance
-        for a in self.placements:
-            wid, gpu_id, start = a.workload, a.gpu, a.start
-            if wid in self.placed or not inst.has_workload(wid) or not inst.has_gpu(gpu_id):
-                continue
-            w = inst.workload(wid)
-            gpu = inst.gpu(gpu_id)
-            profile = inst.profile_on(w, gpu.model)
-            if profile is None or (start, profile.memory_slots) not in profile.placements:
-                continue
-            self.placed[wid] = gpu_id
-            self.masks[gpu_id] |= profile.slot_mask(start)
-            self.counts[gpu_id, profile.name] += 1
-            if profile.media_extension:
-                self.media.add(gpu_id)
-            self.compute[gpu_id] += profile.compute
-            self.cpu[gpu.host] += w.cpu
-            self.ram[gpu.host] += w.ram_gb
-            self.by_gpu[gpu_id].append(wid)
-
-    def free(self, w: Workload) -> list[tuple[str, int]]:
-        """The first free legal start on each eligible GPU, by the GPU's own rules (no host)."""
-        key = (w.profile, w.gpu_models)
-        if key not in self._free:
-            found = []
-            for g in self.instance.gpus:
-                profile = self.instance.profile_on(w, g.model)
-                if profile is None:
-                    continue
-                if self.counts[g.id, profile.name] >= profile.max_instances:
-                    continue
-                if profile.media_extension and g.id in self.media:
-                    continue
-                if self.compute[g.id] + profile.compute > g.model.compute_slices:
-                    continue
-                for start, size in profile.placements:
-                    if size == profile.memory_slots and not self.masks[g.id] & profile.slot_mask(start):
-                        found.append((g.id, start))
-                        break
-            self._free[key] = found
-        return self._free[key]
-
-    def host_fits(self, w: Workload, gpu_id: str) -> bool:
-        h = self.instance.host(self.instance.gpu(gpu_id).host)
-        return _room(h.cpu, self.cpu[h.id] + w.cpu) and _room(h.ram_gb, self.ram[h.id] + w.ram_gb)
-
-    def added_hardware(self, gpu_id: str) -> float:
-        """What placing one more workload on ``gpu_id`` adds to hardware (GRMU Eq. 4)."""
-        gpu = self.instance.gpu(gpu_id)
-        host = self.instance.host(gpu.host)
-        host_active = any(self.by_gpu.get(g) for g in host.gpus)
-        return host.weight * ((not host_active) + (not self.by_gpu.get(gpu_id)))
-
-    def spots(self, w: Workload) -> list[tuple[str, int, float]]:
-        """Where ``w`` fits in full (GPU, start, added hardware), the least hardware first."""
-        found = [(g, s, self.added_hardware(g)) for g, s in self.free(w) if self.host_fits(w, g)]
-        return sorted(found, key=lambda spot: spot[2])
+def _key(w: Workload) -> _Key:
+    return (w.profile, w.gpu_models, w.cpu, w.ram_gb)
 
 
-def _pinned(instance: Instance) -> list[Assignment]:
-    """The pinned workloads where they run: no method may move them."""
-    return [
-        Assignment(w.id, w.placement.gpu, w.placement.start)
-        for w in instance.workloads
-        if w.pinned and w.placement is not None
-    ]
+@dataclass(frozen=True, slots=True)
+class _Room:
+    """An answer of the run placing a request (``witness``), or the code and message of why none does."""
+
+    code: str
+    message: str = ""
+    witness: Witness | None = None
 
 
-# --- the solution's choice
+class _Explainer:
+    """The reasons of one solution: the spaces it reads, and one room per group of identical requests."""
 
-
-def _not_chosen(
-    instance: Instance, solution: Solution, w: Workload, space: _Space, pinned: _Space, exact: bool
-) -> Rejection:
-    def reason(text: str) -> Rejection:
-        return Rejection(w.id, "not-chosen", text)
-
-    if solution.status is Status.NONE:
-        return reason(f"{solution.method} found no placement (termination {solution.termination.value})")
-    spots = space.spots(w)
-    if spots:
-        gpu, start, hardware = spots[0]
-        return reason(_left_out(solution, w, f"{gpu}:{start}", hardware, exact))
-    eligible = [g.id for g in instance.gpus if instance.profile_on(w, g.model) is not None]
-    where = f"no room left on its eligible GPU{'s' if len(eligible) > 1 else ''} ({_ids(eligible)})"
-    if not pinned.spots(w):
-        holders = [p for g in eligible for p in pinned.by_gpu.get(g, ())]
-        return reason(
-            f"{where}: held by pinned workload{'s' if len(holders) > 1 else ''} {_ids(holders, quote=True)}"
+    def __init__(
+        self,
+        instance: Instance,
+        solution: Solution,
+        exact: bool,
+        moves: bool,
+        budget: Budget,
+        deadline: float,
+    ) -> None:
+        self.instance = instance
+        self.solution = solution
+        self.exact = exact
+        self.moves = moves
+        self.budget = budget
+        self.deadline = deadline
+        self.space = Space(instance, solution.placements)
+        running = [
+            Assignment(w.id, w.placement.gpu, w.placement.start)
+            for w in instance.running
+            if w.placement is not None
+        ]
+        self.runs_at = instance.current_placement()
+        self.initial = Space(instance, running)
+        self.pinned = Space(instance, [a for a in running if instance.workload(a.workload).pinned])
+        # the solution with a request added is an answer only if it keeps every running workload placed
+        self.holds_running = solution.status is not Status.NONE and all(
+            a.workload in self.space.at for a in running
         )
-    full = [g for g, _ in space.free(w)]
-    if full:  # free slots on some GPU, but its host has no cpu or ram left
-        where += f"; {_ids(full)} {'have' if len(full) > 1 else 'has'} free slots but no cpu or ram left on the host"
-    if not exact:
-        return reason(f"{where}: the heuristic {solution.method} placed others first")
-    objective = solution.stages[0].objective if solution.stages else None
-    preferred = f"the {objective} objective" if objective else f"the objective of {solution.method}"
-    return reason(f"{where}: {preferred} preferred others ({_proof(solution)})")
+        self.spots: dict[_Key, list[tuple[str, int, float]]] = {}
+        self.rooms: dict[_Key, _Room] = {}
+
+    def reason(self, w: Workload) -> Rejection:
+        sol = self.solution
+        if w.placement is not None:  # a running workload the solution leaves out: where it runs is an answer
+            at = f"{w.placement.gpu}:{w.placement.start}"
+            if sol.status is Status.NONE:
+                return Rejection(
+                    w.id,
+                    "not-chosen",
+                    f"{sol.method} found no placement (termination {sol.termination.value})",
+                )
+            return Rejection(w.id, "not-chosen", f"it runs at {at}, and {sol.method} left it out")
+        key = _key(w)
+        if self.holds_running:
+            if key not in self.spots:
+                self.spots[key] = self.space.spots(w)
+            if self.spots[key]:
+                gpu, start, hardware = self.spots[key][0]
+                return Rejection(
+                    w.id, "not-chosen", _left_out(sol, w, f"{gpu}:{start}", hardware, self.exact)
+                )
+        if key not in self.rooms:
+            self.rooms[key] = self.room(w)
+        room = self.rooms[key]
+        if room.witness is None:
+            return Rejection(w.id, room.code, room.message)
+        return Rejection(w.id, "not-chosen", self.not_chosen(w, room.witness))
+
+    def room(self, w: Workload) -> _Room:
+        """Whether an answer of the run places ``w`` (module docstring): where, or why none does."""
+        eligible = self.pinned.eligible(w)
+        if not eligible:
+            return _Room(
+                "no-room", "its eligible GPUs all have an unknown layout (their MIG devices were not read)"
+            )
+        head = _starts_text(eligible, self.instance)
+        if not self.pinned.spots(w):
+            return _Room("no-room", f"{head}; {_held(self.pinned, w)}")
+        spots = self.initial.spots(w)
+        if spots:
+            return _Room("fits", witness=Witness(spots[0][0], spots[0][1]))
+        # it fits beside the pinned workloads, not beside the running ones where they run
+        held = f"{head}; {_held(self.initial, w)}"
+        deadline = min(self.deadline, time.monotonic() + CHECK_S)
+        movable = frozenset(x.id for x in self.instance.running if not x.pinned)
+        keeps = not self.moves or self.budget.max_restarts == 0
+        within: Search | None = None
+        if not keeps:
+            within = self.search(w, movable, self.budget, deadline)
+            if within.witness is not None:
+                return _Room("fits", witness=within.witness)
+            if self.budget.unlimited:
+                if within.impossible:
+                    return _Room("no-room", f"{held}; {within.how}")
+                return _Room("undecided", f"{held}; moving running workloads might make room: {within.how}")
+        # this run may restart none or too few: would more make room?
+        free = self.search(w, movable, UNLIMITED, deadline, fewest=True)
+        found = free.witness
+        if found is not None and not keeps and found.within(self.budget):
+            return _Room("fits", witness=found)
+        most = self.budget.max_restarts
+        # needs-restarts only when proven: this run restarts nothing, none within its budget
+        # places it, or no answer restarts as few as the budget allows
+        proven = keeps or (within is not None and within.impossible)
+        if found is not None and free.fewest and most is not None:
+            proven = proven or found.restarts > most
+        if found is not None and proven:
+            return _Room("needs-restarts", f"{held}; {_restarts_text(free)}; {self.forbids(found)}")
+        if free.impossible:
+            return _Room("no-room", f"{held}; {free.how}")
+        if within is None:
+            return _Room("no-room", f"{held}; {self.forbids(None)}")
+        if within.impossible:
+            return _Room(
+                "no-room", f"{held}; no answer within the budget ({self.budget}) places it ({within.how})"
+            )
+        return _Room("undecided", f"{held}; moving running workloads might make room: {within.how}")
+
+    def search(
+        self, w: Workload, movable: frozenset[str], budget: Budget, deadline: float, fewest: bool = False
+    ) -> Search:
+        return find_room(
+            self.instance, w, movable=movable, budget=budget, deadline=deadline, fewest_restarts=fewest
+        )
+
+    def forbids(self, found: Witness | None) -> str:
+        """What keeps this run from restarting running workloads as ``found`` does."""
+        if not self.moves:
+            if self.exact:
+                return "the method keeps running workloads where they run (use case initial)"
+            return f"the heuristic {self.solution.method} never moves running workloads"
+        b = self.budget
+        parts = []
+        if b.max_restarts is not None and (found is None or found.restarts > b.max_restarts):
+            parts.append(f"--max-restarts {b.max_restarts} allows {b.max_restarts or 'none'}")
+        if b.max_moved_gb is not None and found is not None and found.moved_gb > b.max_moved_gb + 1e-9:
+            parts.append(
+                f"--max-moved-gb {b.max_moved_gb:g} allows {b.max_moved_gb:g} GB, that answer moves {found.moved_gb:g} GB"
+            )
+        return " and ".join(parts) or f"no answer within the budget ({b}) places it"
+
+    def not_chosen(self, w: Workload, found: Witness) -> str:
+        """An answer places ``w`` at ``found``: what the solution put there instead, and why."""
+        sol = self.solution
+        goes = f"{found.gpu}:{found.start} would take it"
+        if found.moves:
+            n = found.restarts
+            goes += f" with running {_moves_text(found.moves)} ({n} restart{'s' if n > 1 else ''})"
+        else:
+            goes += " beside the running workloads as they run"
+        if sol.status is Status.NONE:
+            return f"{sol.method} found no placement (termination {sol.termination.value}); {goes}"
+        eligible = [g for g, _ in self.space.eligible(w)]
+        where = f"no room left in this answer on its eligible GPU{'s' if len(eligible) > 1 else ''} ({_ids(eligible)})"
+        new, running = self.taken(w, found)
+        weight = sum(self.instance.workload(o).weight for o in new)
+        bought = [f"{_ids(new, quote=True)} (weight {weight:g})"] if new else []
+        bought += [f"running {_ids(running, quote=True)}"] if running else []
+        what = " and ".join(bought) or "others"
+        if not self.exact:
+            return f"{where}; {goes}, but the heuristic {sol.method} placed {what} there first"
+        names = [st.objective for st in sol.stages]
+        if names[:1] == ["acceptance"] and weight > w.weight:
+            objective = "the acceptance objective"
+        elif names:
+            objective = (
+                f"the {names[0]} objective" if len(names) == 1 else f"the objective lex:{','.join(names)}"
+            )
+        else:
+            objective = f"the objective of {sol.method}"
+        than = f" to it (weight {w.weight:g})" if new else ""
+        return f"{where}; {goes}, but there {objective} preferred {what}{than} ({_proof(sol)})"
+
+    def taken(self, w: Workload, found: Witness) -> tuple[list[str], list[str]]:
+        """What the solution put in the way of ``w`` at ``found`` (:meth:`Space.in_way`): its new
+        workloads, and its running ones not where they run; all in the way when none is."""
+        gpu = self.instance.gpu(found.gpu)
+        profile = self.instance.profile_on(w, gpu.model)
+        assert profile is not None
+        there = self.space.in_way(w, gpu.id, profile, found.start)
+        put = [o for o in there if self.space.at[o][:2] != self.runs_at.get(o)]
+        running = [o for o in put or there if self.instance.workload(o).running]
+        return [o for o in put or there if o not in running], running
+
+
+def _starts_text(eligible: list[tuple[str, Profile]], instance: Instance) -> str:
+    """``3g.40gb may start only at 0 or 4 on A100-80GB``, one clause per eligible model."""
+    seen: dict[str, str] = {}
+    for gpu_id, profile in eligible:
+        model: GpuModel = instance.gpu(gpu_id).model
+        if model.name not in seen:
+            seen[model.name] = (
+                f"{profile.name} may start only at {_or(legal_starts(profile))} on {model.name}"
+            )
+    return "; ".join(seen.values())
+
+
+def _held(space: Space, w: Workload) -> str:
+    """What holds ``w`` off every eligible GPU of ``space``: each in full, or, beyond
+    :data:`SHOWN`, counted by cause with the first one in full."""
+    blocks = [(b, p) for g, p in space.eligible(w) if (b := space.blocked(w, g, p)) is not None]
+    if len(blocks) <= SHOWN:
+        return "; ".join(_block_text(space, w, b, p) for b, p in blocks)
+    causes: dict[str, list[str]] = {}
+    for b, p in blocks:
+        causes.setdefault(_cause(space, b, p), []).append(b.gpu)
+    counted = ", ".join(f"{len(gpus)} {cause} ({_ids(gpus)})" for cause, gpus in causes.items())
+    return f"on its {len(blocks)} eligible GPUs: {counted}; e.g. {_block_text(space, w, *blocks[0])}"
+
+
+def _cause(space: Space, b: Block, p: Profile) -> str:
+    if b.rule == "starts":
+        kinds = sorted({_kind(space.instance.workload(o)) for _, held in b.starts for o in held})
+        return f"with every start held by {' and '.join(kinds)} workloads"
+    return {
+        "max_instances": f"with as many {p.name} as allowed ({p.max_instances})",
+        "media": "with the +me instance taken",
+        "compute": "with the compute slices taken",
+        "cpu": "whose host has too little cpu left",
+        "ram_gb": "whose host has too little ram left",
+    }[b.rule]
+
+
+def _block_text(space: Space, w: Workload, b: Block, p: Profile) -> str:
+    on = f"on {b.gpu}"
+    if b.rule == "starts":
+        by_holders: dict[tuple[str, ...], list[int]] = {}
+        for start, ids in b.starts:
+            by_holders.setdefault(ids, []).append(start)
+        if len(by_holders) == 1 and len(b.starts) > 1:
+            return f"{on} every start is held by {_who(space, b.starts[0][1], at=True)}"
+        held: list[str] = []
+        for ids, starts in by_holders.items():
+            which = f"starts {_or(starts, 'and')}" if len(starts) > 1 else f"start {starts[0]}"
+            verb = "" if held else " are held" if len(starts) > 1 else " is held"
+            held.append(f"{which}{verb} by {_who(space, ids, at=True)}")
+        return f"{on} {', '.join(held)}"
+    who = _who(space, b.holders, at=b.rule == "media")
+    if b.rule == "max_instances":
+        return f"{on} {p.name} is at its most, {p.max_instances} ({who})"
+    if b.rule == "media":
+        return f"{on} the one +me instance is {who}"
+    if b.rule == "compute":
+        return f"{on} {b.used:g} of {b.capacity:g} compute slices are taken ({who}), it needs {p.compute}"
+    host = space.instance.gpu(b.gpu).host
+    what, need, unit = ("cpu", w.cpu, "") if b.rule == "cpu" else ("ram", w.ram_gb, " GB")
+    rest = f" (the rest held by {who})" if b.used else ""
+    return (
+        f"{on} its host {host} has {what} {b.capacity - b.used:g}{unit} of {b.capacity:g}{unit} "
+        f"left{rest}, it needs {need:g}{unit}"
+    )
+
+
+def _kind(w: Workload) -> str:
+    return "pinned" if w.pinned else "running" if w.running else "new"
+
+
+def _who(space: Space, ids: tuple[str, ...] | list[str], *, at: bool = False) -> str:
+    """``pinned 'a' (1g.10gb at 0) and 'b' (1g.10gb at 2)``: the kind said when it changes."""
+    parts = []
+    last = ""
+    for o in ids[:SHOWN]:
+        kind = _kind(space.instance.workload(o))
+        text = f"'{o}'"
+        if at:
+            _, start, profile = space.at[o]
+            text += f" ({profile.name} at {start})"
+        parts.append(text if kind == last else f"{kind} {text}")
+        last = kind
+    if len(ids) > SHOWN:
+        return ", ".join(parts) + f" and {len(ids) - SHOWN} more"
+    return _or(parts, "and") if parts else "nothing"
+
+
+def _or(items: list[int] | list[str], word: str = "or") -> str:
+    texts = [str(i) for i in items]
+    return texts[0] if len(texts) < 2 else f"{', '.join(texts[:-1])} {word} {texts[-1]}"
+
+
+def _moves_text(moves: tuple[tuple[str, str, int], ...]) -> str:
+    """``'x' moved to g1:0, 'y' to g1:4``."""
+    texts = [f"'{wid}' {'moved ' if i == 0 else ''}to {g}:{s}" for i, (wid, g, s) in enumerate(moves[:SHOWN])]
+    more = f" and {len(moves) - SHOWN} more" if len(moves) > SHOWN else ""
+    return ", ".join(texts) + more
+
+
+def _restarts_text(search: Search) -> str:
+    found = search.witness
+    assert found is not None
+    n = found.restarts
+    least = "at least " if search.fewest else ""
+    return (
+        f"placing it needs restarting {least}{n} running workload{'s' if n > 1 else ''} (an answer: "
+        f"running {_moves_text(found.moves)}, it at {found.gpu}:{found.start})"
+    )
+
+
+# --- left out of the space left
 
 
 def _left_out(solution: Solution, w: Workload, where: str, hardware: float, exact: bool) -> str:

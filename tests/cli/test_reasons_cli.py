@@ -13,7 +13,7 @@ from mipopt.instance import solution_from_dict
 INSTANCES = Path(__file__).resolve().parents[2] / "instances"
 QUICKSTART = INSTANCES / "quickstart.json"
 HOST_CAPACITY = INSTANCES / "host_capacity.json"
-PINNED = "no room left on its eligible GPU (h2-g0): held by pinned workload 'llm-c'"
+PINNED = "7g.80gb may start only at 0 on H100-80GB; on h2-g0 start 0 is held by pinned 'llm-c' (2g.20gb at 4)"
 NEEDS_RAM = "needs ram 300 GB, the most any host with an eligible GPU has is 256 GB (h2)"
 
 Capsys = pytest.CaptureFixture[str]
@@ -29,7 +29,7 @@ def run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
 def test_solve_ends_with_why_each_workload_is_rejected(capsys: Capsys, method: str) -> None:
     code, out, err = run(capsys, "solve", str(QUICKSTART), "--method", method)
     assert (code, err) == (0, "")
-    assert out.splitlines()[-2:] == ["rejected 1 workload, why:", f"  llm-f          not-chosen     {PINNED}"]
+    assert out.splitlines()[-2:] == ["rejected 1 workload, why:", f"  llm-f          no-room        {PINNED}"]
 
 
 def test_solve_json_and_out_carry_the_reasons(capsys: Capsys, tmp_path: Path) -> None:
