@@ -639,7 +639,8 @@ def solve(
     free = replace(placeable, idle=()) if placeable.idle else placeable  # a new Instance is checked again
     solution = _reuse_idle(placeable, spec.solve(free, **given))
     # why each rejected workload is rejected (Solution.rejections); the answer is to the caller's instance
-    return replace(explain(placeable, solution, exact=spec.kind == "exact"), _instance=instance)
+    explained = explain(placeable, solution, exact=spec.kind == "exact", moves=spec.moves, budget=budget)
+    return replace(explained, _instance=instance)
 
 
 def checked_options(options: Mapping[str, Any]) -> dict[str, Any]:
