@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -58,6 +59,8 @@ EXACT_MODELS = ("grmu", "grmu-slots", "grmu-paper", "wpm")
 #: What ``exact`` takes with a GRMU model, and with ``model="wpm"``.
 GRMU_OPTIONS = ("model", "objective", "use_case", "warm_start", "progress", "budget", *SOLVER_OPTIONS)
 WPM_OPTIONS = ("model", "use_case", "warm_start", "budget", *SOLVER_OPTIONS)
+#: Seconds the rejection checks of a time-limited call may take when its limit is spent.
+EXPLAIN_MIN_S = 0.25
 #: The heuristics the exact driver tries as warm starts, cheapest first.
 PORTFOLIO = ("ff", "mfi", "bf", "ibm-initial")
 #: The rule each numeric option of :func:`solve` obeys (:class:`mipopt.solvers.SolverOptions`
@@ -608,6 +611,7 @@ def solve(
     ...
     mipopt.errors.InstanceError: objective: method mfi takes no objective (it takes: seed)
     """
+    started = time.monotonic()
     instance = instance_argument(instance)
     spec = get_method(method)
     budget = Budget(max_restarts, max_moved_gb)
@@ -632,6 +636,7 @@ def solve(
     }
     given = checked_options(given)
     from mipopt.verifier import explain
+    from mipopt.verifier.reasons import CHECKS_S
 
     # GPUs of unknown layout hold MIG devices nobody has read: no method sees them; idle
     # instances are free space to every method, reused afterwards where the answer allows
@@ -639,7 +644,12 @@ def solve(
     free = replace(placeable, idle=()) if placeable.idle else placeable  # a new Instance is checked again
     solution = _reuse_idle(placeable, spec.solve(free, **given))
     # why each rejected workload is rejected (Solution.rejections); the answer is to the caller's instance
-    explained = explain(placeable, solution, exact=spec.kind == "exact", moves=spec.moves, budget=budget)
+    # the rejection checks search too: within what the call's time limit leaves (at least a glance)
+    ends = [t for t in (deadline, None if time_limit_s is None else started + time_limit_s) if t is not None]
+    checks = CHECKS_S if not ends else min(CHECKS_S, max(min(ends) - time.monotonic(), EXPLAIN_MIN_S))
+    explained = explain(
+        placeable, solution, exact=spec.kind == "exact", moves=spec.moves, budget=budget, time_limit_s=checks
+    )
     return replace(explained, _instance=instance)
 
 
