@@ -360,13 +360,13 @@ def solution_from_dict(data: Any) -> Solution:
     objectives = None
     if d.get("objectives") is not None:
         o = f.obj(d["objectives"], "objectives", ("acceptance", "hardware", "migrations"), ("restarts",))
-        objectives = Objectives(
-            *(
-                f.number(o[k], f"objectives.{k}", minimum=None)
-                for k in ("acceptance", "hardware", "migrations")
-            ),
-            restarts=None if "restarts" not in o else f.number(o["restarts"], "objectives.restarts", minimum=None),
+        acceptance, hardware, migrations = (
+            f.number(o[k], f"objectives.{k}", minimum=None) for k in ("acceptance", "hardware", "migrations")
         )
+        restarts = (
+            None if "restarts" not in o else f.number(o["restarts"], "objectives.restarts", minimum=None)
+        )
+        objectives = Objectives(acceptance, hardware, migrations, restarts)
     raw_metrics = d.get("metrics") or {}
     if not isinstance(raw_metrics, dict):
         raise InstanceError("metrics", f"must be an object, got {f.type_name(raw_metrics)}")
