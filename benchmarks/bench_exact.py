@@ -19,7 +19,8 @@ Each instance is solved by each model (``grmu``: the configuration model; ``grmu
 the tight slot model; ``grmu-paper``: Eqs. 3-26 as printed; a name not known to
 :data:`mipopt.exact.models.MODELS` is skipped with a message) and solver (``highs``,
 ``cpsat``) with :func:`mipopt.exact.driver.solve_exact` under a time limit, lexicographically by
-default (acceptance, then hardware, then migrations), and the verifier checks every
+default (acceptance, then hardware, then migrations, then restarts: the driver's default), and
+the verifier checks every
 solution. Each stage's time and proof come from ``Solution.stages``.
 
 Targets (issue 12), for the configuration model (``grmu``) with HiGHS on a 2-core machine,
@@ -54,7 +55,7 @@ Usage::
     python -m benchmarks.bench_exact [--classes ibm hard alibaba] [--sizes 8 80 400 1000]
         [--hard-sizes 40] [--alibaba-path DIR] [--seeds 3]
         [--models grmu grmu-slots grmu-paper] [--solvers highs cpsat] [--time-limit 60]
-        [--paper-sizes 2 4] [--paper-max-gpus 8] [--objective lex:acceptance,hardware,migrations]
+        [--paper-sizes 2 4] [--paper-max-gpus 8] [--objective lex:acceptance,hardware,migrations,restarts]
         [--threads N] [--out-dir DIR] [--readme FILE] [--render] [--quick]
     python -m benchmarks.bench_exact --heuristic-limit 2 [--heuristic-sizes 80 400] [--models grmu]
         [--solvers highs] [--seeds 3]
@@ -76,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-from mipopt.exact.driver import parse_objective
+from mipopt.exact.driver import DEFAULT_OBJECTIVE, parse_objective
 from mipopt.exact.models import MODELS, build
 from mipopt.instance import Instance, Solution, Status
 from mipopt.registry import solve
@@ -94,7 +95,6 @@ SLOTS = "grmu-slots"
 PAPER = "grmu-paper"
 MODEL_NAMES = (CONFIG, SLOTS, PAPER)
 HEURISTICS = ("ibm-initial", "bf", "mfi", "ff")
-DEFAULT_OBJECTIVE = "lex:acceptance,hardware,migrations"
 DEFAULT_ALIBABA = common.REPO_ROOT.parent / "shared" / "data" / "alibaba-gpu-v2023"
 #: (class, GPUs or None for any) -> (statistic, seconds): issue 12's targets for the
 #: configuration model with HiGHS; every stage of every run must be proven.
