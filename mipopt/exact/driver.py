@@ -167,6 +167,8 @@ HOME_START_SHARE = 0.3
 #: Share of a time limit kept back to bring an unproven answer's restarts down (the restricted
 #: model, then :func:`mipopt.exact.keep.keep_running`).
 REPAIR_SHARE = 0.3
+#: At most this many seconds are kept back for the repair, whatever the limit.
+REPAIR_MAX_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,7 +403,7 @@ class _Run:
         self.notes: list[str] = []
         self.infeasible = False
         limit = options.time_limit_s
-        self.reserve = 0.0 if limit is None else REPAIR_SHARE * limit
+        self.reserve = 0.0 if limit is None else min(REPAIR_SHARE * limit, REPAIR_MAX_S)
 
     # --- the clock
 

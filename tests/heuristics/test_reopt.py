@@ -96,7 +96,7 @@ def test_a_move_budget_of_zero_keeps_everything_in_place() -> None:
 def test_a_spent_budget_stops_the_solves() -> None:
     # budget_s is tiny: the first solve spends it, then the policy is its base alone and says so
     trace = fbk_trace(gpus=6, seed=3, distribution="skew-big", lifetimes="saturate", demand=200)
-    policy = make_policy("reopt:budget_s=0.01,time_limit=1")
+    policy = make_policy("reopt:budget_s=1e-9,time_limit=1")  # any solve spends it
     res = simulate(trace, policy, debug=True)
     st = policy.stats
     assert st["reopts"] == 1
