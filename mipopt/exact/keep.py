@@ -83,6 +83,7 @@ class _Keeper:
         """Step 1: whole GPU contents to the GPUs of their host and model they keep best."""
         from scipy.sparse import csr_matrix  # scipy.optimize takes 1 s to import, this nothing after
         from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
         inst = self.inst
         on: dict[str, list[str]] = defaultdict(list)
         for wid, (gpu, _) in placed.items():

@@ -93,16 +93,19 @@ def test_weighted_prefers_saving_hardware_when_it_pays() -> None:
         ("lex:acceptance@2", "objective: tolerance of acceptance must be in [0, 1), got 2"),
         ("weighted:1,x", "objective: weights must be numbers, got '1,x'"),
         (
-                "max:acceptance",
-                "objective: must start with lex: or weighted:, or be a priority (hardware, disruption, paper), "
-                "got 'max:acceptance'",
-            ),
-            (
-                "lex:acceptance,intra_moves",
-                "objective: intra_moves is retired: restarts counts start changes on a GPU and moves to "
-                "another GPU (lex:acceptance,hardware,migrations,restarts)",
-            ),
-            ("weighted:1,nan", "objective: weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, restarts)"),
+            "max:acceptance",
+            "objective: must start with lex: or weighted:, or be a priority (hardware, disruption, paper), "
+            "got 'max:acceptance'",
+        ),
+        (
+            "lex:acceptance,intra_moves",
+            "objective: intra_moves is retired: restarts counts start changes on a GPU and moves to "
+            "another GPU (lex:acceptance,hardware,migrations,restarts)",
+        ),
+        (
+            "weighted:1,nan",
+            "objective: weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, restarts)",
+        ),
     ],
 )
 def test_bad_objective_specs(text: str, message: str) -> None:
