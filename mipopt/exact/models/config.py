@@ -46,6 +46,7 @@ from mipopt.exact.preprocess import (
     Shape,
     fixed_ids,
     fixed_states,
+    home_gpu,
     host_classes,
     movable_shapes,
     placement_key,
@@ -126,7 +127,7 @@ class ConfigModel:
         if self.mode == "aggregate":
             for shape in self.shapes:
                 for wid in shape.running:
-                    running[self._home(wid)].append(self.instance.workload(wid))
+                    running[home_gpu(self.instance, wid)].append(self.instance.workload(wid))
         for k, unit in enumerate(self.units):
             chosen = [c for c in range(len(unit.configs)) for _ in range(_count(m.N[k, c]))]
             self._assign(unit, [unit.configs[c] for c in chosen], config_of, running)
@@ -137,7 +138,7 @@ class ConfigModel:
         if self.mode == "restricted":
             for shape in self.shapes:
                 for wid in shape.running:
-                    stayers[self._home(wid)].append(wid)
+                    stayers[home_gpu(self.instance, wid)].append(wid)
         elif self.mode == "aggregate":  # running workloads keep their GPU where its configuration has room
             self._aggregate_stayers(config_of, quota, stayers)
         return self._place(config_of, stayers, quota)
@@ -185,7 +186,7 @@ class ConfigModel:
         for w in sorted(
             (inst.workload(w) for s in self.shapes for w in s.running), key=lambda w: -w.migration_weight
         ):
-            gpu = inst.gpu(self._home(w.id))
+            gpu = inst.gpu(home_gpu(self.instance, w.id))
             p = gpu.model.index(w.profile)
             key = (shape_of[w.id], gpu.host, gpu.model.name)
             if gpu.id in room and p is not None and room[gpu.id][p] > 0 and quota.get(key, 0) > 0:
@@ -237,7 +238,7 @@ class ConfigModel:
                 for w in leavers:
                     if w.id in stayed:
                         continue
-                    home = inst.gpu(self._home(w.id))
+                    home = inst.gpu(home_gpu(self.instance, w.id))
                     for key in keys:
                         near = key[1] == home.host or not same_host
                         if quota[key] > 0 and near and put(w.id, c, key[1], key[2], home.id):
@@ -294,11 +295,6 @@ class ConfigModel:
                         out[wid] = (g_to, placed[wid][1])
         return out
 
-    def _home(self, wid: str) -> str:
-        placement = self.instance.workload(wid).placement
-        assert placement is not None
-        return placement.gpu
-
     # --- writing a placement in
 
     def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
@@ -316,7 +312,7 @@ class ConfigModel:
         for wid, (gpu_id, _) in placed.items():
             on_gpu[gpu_id].append(wid)
         if self.mode == "restricted" and any(
-            placed.get(w, ("", 0))[0] != self._home(w) for s in self.shapes for w in s.running
+            placed.get(w, ("", 0))[0] != home_gpu(self.instance, w) for s in self.shapes for w in s.running
         ):
             return {}
         for k, unit in enumerate(self.units):
@@ -372,9 +368,9 @@ class ConfigModel:
                     1
                     for w in self.shapes[c].running
                     if inst.workload(w).migration_weight == delta
-                    and inst.gpu(self._home(w)).host == host
+                    and inst.gpu(home_gpu(self.instance, w)).host == host
                     and w in placed
-                    and placed[w][0] != self._home(w)
+                    and placed[w][0] != home_gpu(self.instance, w)
                     and inst.gpu(placed[w][0]).host == host
                 )
                 values[m.Z[key].name] = float(min(movers, landed[c, host]))

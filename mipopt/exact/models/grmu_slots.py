@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
-from mipopt.exact.preprocess import Shape, fixed_ids, gpu_classes, movable_shapes, open_placements
+from mipopt.exact.preprocess import Shape, fixed_ids, gpu_classes, home_gpu, movable_shapes, open_placements
 from mipopt.instance import Instance, Workload
 
 #: The objectives of every model (GRMU Eqs. 3-5 and restarts, ``docs/formats.md``).
@@ -88,7 +88,7 @@ class SlotModel:
         stayed: set[str] = set()
         for k, (wid, start) in enumerate(self.stays):
             if _on(m.S[k]):
-                placed[wid] = (self._home(wid), start)
+                placed[wid] = (home_gpu(self.instance, wid), start)
                 stayed.add(wid)
         slots: dict[int, list[tuple[str, int]]] = defaultdict(list)
         for k, (c, gpu, start) in enumerate(self.pool):
@@ -135,7 +135,7 @@ class SlotModel:
         for k, key in enumerate(self.pool):
             values[m.X[k].name] = 1.0 if key in taken else 0.0
         for k, (wid, start) in enumerate(self.stays):
-            values[m.S[k].name] = 1.0 if placed.get(wid) == (self._home(wid), start) else 0.0
+            values[m.S[k].name] = 1.0 if placed.get(wid) == (home_gpu(self.instance, wid), start) else 0.0
         for k, (_, members) in enumerate(self.accept):
             values[m.A[k].name] = float(sum(1 for w in members if w in placed))
         landed: dict[tuple[int, str], int] = defaultdict(int)  # (shape, host) -> pool slots used there
@@ -147,7 +147,7 @@ class SlotModel:
                 1
                 for w in self.shapes[c].running
                 if inst.workload(w).migration_weight == delta
-                and inst.gpu(self._home(w)).host == host
+                and inst.gpu(home_gpu(self.instance, w)).host == host
                 and w in placed
                 and not self._stays(w, placed[w][0])
                 and inst.gpu(placed[w][0]).host == host
@@ -185,11 +185,6 @@ class SlotModel:
                 for wid in content[source]:
                     out[wid] = (target, placed[wid][1])
         return out
-
-    def _home(self, wid: str) -> str:
-        placement = self.instance.workload(wid).placement
-        assert placement is not None
-        return placement.gpu
 
     def _stays(self, wid: str, gpu: str) -> bool:
         placement = self.instance.workload(wid).placement

@@ -95,6 +95,13 @@ def _group(items: list[tuple[K, str]]) -> list[tuple[K, tuple[str, ...]]]:
     return [(key, tuple(members)) for key, members in groups.items()]
 
 
+def home_gpu(instance: Instance, wid: str) -> str:
+    """The GPU running workload ``wid`` runs on."""
+    placement = instance.workload(wid).placement
+    assert placement is not None, f"{wid} is not running"
+    return placement.gpu
+
+
 def placement_key(instance: Instance, workload: Workload) -> Hashable:
     """What decides where a workload may go and what it takes of its host.
 
