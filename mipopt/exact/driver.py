@@ -43,6 +43,7 @@ from mipopt.errors import InstanceError
 from mipopt.exact.keep import keep_running
 from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_slots
 from mipopt.exact.models.config import ConfigModel, build_config
+from mipopt.exact.preprocess import fixed_ids
 from mipopt.exact.preprocess.indexing import TooManyMultisets
 from mipopt.instance import Budget, Instance, Solution, StageResult, Status, Termination
 from mipopt.instance.budget import UNLIMITED
@@ -267,8 +268,8 @@ def solve_exact(
         for name, limit in zip(MEASURES, (budget.max_restarts, budget.max_moved_gb), strict=True)
         if limit is not None
     ]
-    best = Incumbent(work, spec, limits, budget)
-    run = _Run(work, spec, best, options, backend, deadline, progress, t0, limits)
+    best = Incumbent(work, spec, limits)
+    run = _Run(work, spec, best, options, backend, deadline, progress, t0)
     method = f"{model} / {solver}, {spec}" + (f", {use_case}" if use_case else "")
     if not budget.unlimited:
         method += f", {budget}"
@@ -279,7 +280,6 @@ def solve_exact(
     for name, placed in _portfolio(work, portfolio, run):
         best.offer(placed, name)
 
-    fixed_ids = frozenset(fixed) if fixed is not None else frozenset(w.id for w in work.workloads if w.pinned)
     if model == "grmu":
         try:
             models = _ConfigModels(work, fixed, closed)
@@ -291,7 +291,7 @@ def solve_exact(
         run.stages_config(models, lambda: _build(work, "grmu-slots", use_case))
     else:
         run.stages_single(_build(work, model, use_case))
-    run.repair(models if model == "grmu" else None, fixed_ids)
+    run.repair(models if model == "grmu" else None, fixed_ids(work, fixed))
     return run.solution(instance, method)
 
 
@@ -299,13 +299,10 @@ class Incumbent:
     """The best placement known: offered placements are evaluated by the verifier and kept when
     they obey the bounds, the budget and the stages so far, and beat the one held."""
 
-    def __init__(
-        self, work: Instance, spec: ObjectiveSpec, limits: Sequence[tuple[str, str, float]], budget: Budget
-    ) -> None:
+    def __init__(self, work: Instance, spec: ObjectiveSpec, limits: Sequence[tuple[str, str, float]]) -> None:
         self.work = work
         self.spec = spec
-        self.limits = list(limits)
-        self.budget = budget
+        self.limits = list(limits)  # the caller's bounds and the budget, as (name, op, value)
         self.placed: Placed | None = None
         self.values: dict[str, float] = {}
         self.source = ""
@@ -388,7 +385,6 @@ class _Run:
         deadline: float | None,
         progress: Callable[[StageEvent], None] | None,
         t0: float,
-        limits: Sequence[tuple[str, str, float]],
     ) -> None:
         self.work = work
         self.spec = spec
@@ -398,7 +394,7 @@ class _Run:
         self.deadline = deadline
         self.progress = progress
         self.t0 = t0
-        self.limits = list(limits)
+        self.limits = best.limits
         self.stages: list[StageResult] = []
         self.notes: list[str] = []
         self.infeasible = False
