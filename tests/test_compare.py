@@ -8,6 +8,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -539,6 +540,7 @@ def test_bench_gap_smoke(tmp_path: Path) -> None:
         str(tmp_path / "README.md"),
     ]
     subprocess.run([sys.executable, str(script), *args], cwd=ROOT, check=True, capture_output=True)
+    time.sleep(1.1)  # runs are told apart by their start time, to the second (benchmarks.common.utc_now)
     # a second run of two methods: the tables show each method's latest run
     subprocess.run(
         [sys.executable, str(script), *args, "--methods", "ff,lb"],
