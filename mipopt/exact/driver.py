@@ -16,13 +16,14 @@ default: the relative MIP gap is 0 unless the caller sets one. A
 
 How a solve runs (``models/grmu.md``, section Staged proofs): the best of the fast
 heuristics seeds it; each stage runs on the model variant that serves it best (the
-configuration model's aggregated, restricted or detailed variant, or the one slot or
+configuration model's aggregated, restricted, detailed or keep variant, or the one slot or
 paper model; the slot model finishes what the configuration model cannot decide: starts);
 one deadline covers the whole call; every stage is reported in its own units
 (:class:`~mipopt.instance.StageResult`); a stage that does not finish ends the run with
 the best placement known, never a worse one than the warm start, and that answer's
 restarts are brought down for the acceptance and hardware it reached before it is returned
-(:mod:`mipopt.exact.keep`, and the restricted model when it still fits the time left).
+(the configuration model's keep variant within the time kept back, then
+:mod:`mipopt.exact.keep`).
 """
 
 from __future__ import annotations
@@ -163,9 +164,12 @@ PORTFOLIO_S_PER_WORKLOAD = 1e-4
 #: migrations or restarts stage (a proof of 0 when it reaches the optima so far).
 HOME_SHARE = 0.5
 RESTRICTED_SHARE = 0.25
-#: Share of the time left for the warm start of the home model (:meth:`_Run.home_start`).
-HOME_START_SHARE = 0.3
-#: Share of a time limit kept back to bring an unproven answer's restarts down (the restricted
+#: Share of the time left for the warm start of the keep model (:meth:`_Run.home_start`), and
+#: for bringing its restarts down.
+HOME_START_SHARE = 0.5
+#: Share of the time left for the keep model's fewest restarts before a restarts stage.
+KEEP_SHARE = 0.3
+#: Share of a time limit kept back to bring an unproven answer's restarts down (the keep
 #: model, then :func:`mipopt.exact.keep.keep_running`).
 REPAIR_SHARE = 0.3
 #: At most this many seconds are kept back for the repair, whatever the limit.
@@ -623,8 +627,17 @@ class _Run:
             )
             if self.obvious(stage, started):
                 continue
-            if stage.name in ("migrations", "restarts") and self.zero(models, stage, started):
+            exact_keep = stage.name == "restarts" and self.keeps_gpus(models)
+            if (
+                stage.name in ("migrations", "restarts")
+                and not exact_keep
+                and self.zero(models, stage, started)
+            ):
                 continue
+            if exact_keep:
+                label = "keep"  # exact: every running workload stays on its GPU
+            elif stage.name == "restarts":  # a start for the models that prove it
+                self.home_answer(models, "keep", KEEP_SHARE, stage.name)
             built = models.get(label)
             if self.stopped() is not None or not self.prepare(built):
                 if not self.stages:
@@ -646,10 +659,12 @@ class _Run:
                 break
 
     def home_start(self, models: _ConfigModels, first: Stage) -> None:
-        """A warm start that restarts nothing: the first stage (acceptance or hardware) optimized
-        on the ``home`` model within :data:`HOME_START_SHARE` of the time left. A later model's
-        answer replaces it only when better in the objective's order, so a time-limited answer
-        keeps running workloads home unless moving them bought something."""
+        """A warm start that restarts few: the first stage (acceptance or hardware) optimized on
+        the ``keep`` model (every running workload on its GPU, a GPU's stayers either all on
+        their starts or all restarted) within :data:`HOME_START_SHARE` of the time left, then
+        its restarts brought down at the value reached. A later model's answer replaces it
+        only when better in the objective's order, so a time-limited answer keeps running
+        workloads home unless moving them bought something."""
         if (
             first.name not in ("acceptance", "hardware")
             or not self.work.running
@@ -659,17 +674,43 @@ class _Run:
         everyone = sum(w.weight for w in self.work.workloads)
         if first.name == "acceptance" and self.best.values.get("acceptance") == everyone:
             return  # the warm start accepts everyone and moves nothing: nothing to gain
-        built = models.get("home")
+        built = models.get("keep")
         if not self.prepare(built):
             return
         m = built.model
         m.del_component("stage_objective")
         m.stage_objective = pyo.Objective(expr=built.expression(first.name), sense=first.sense)
         warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
-        self.report(first.name, "home", False, self.best.values.get(first.name), None)
+        self.report(first.name, "keep", False, self.best.values.get(first.name), None)
         result = self.backend.solve(m, self.stage_options(warm, HOME_START_SHARE))
+        if not result.has_solution:
+            return
+        placed = built.decode()
+        if (
+            not self.best.offer(placed, f"keep {first.name}")
+            or self.stopped() is not None
+            or _is_constant(built.expression("restarts"))
+        ):
+            return
+        reached = float(pyo.value(built.expression(first.name)))
+        m.start_floor = pyo.Constraint(
+            expr=Kept(first.name, first.sense, reached, 0.0).constraint(built.expression(first.name))
+        )
+        m.del_component("stage_objective")
+        m.stage_objective = pyo.Objective(expr=built.expression("restarts"))
+        self.report("restarts", "keep", False, self.best.values.get("restarts"), None)
+        result = self.backend.solve(m, self.stage_options(built.warm_start(placed), KEEP_SHARE))
+        m.del_component("start_floor")
         if result.has_solution:
-            self.best.offer(built.decode(), f"home {first.name}")
+            self.best.offer(built.decode(), f"keep {first.name}, restarts")
+
+    def keeps_gpus(self, models: _ConfigModels) -> bool:
+        """True when every answer of the later stages keeps each movable running workload on
+        its GPU: 0 migrations was proven and kept, and every such workload has a migration
+        weight (so leaving its GPU would cost migrations). The keep model is then exact."""
+        zero = any(k.name == "migrations" and k.value == 0 and k.tolerance == 0 for k in self.best.keeps)
+        fixed = fixed_ids(self.work, models.fixed)
+        return zero and all(w.migration_weight > 0 for w in self.work.running if w.id not in fixed)
 
     def zero(self, models: _ConfigModels, stage: Stage, started: float) -> bool:
         """Prove ``stage`` (migrations or restarts) 0 by a placement that keeps running workloads
@@ -685,19 +726,25 @@ class _Run:
     def home_answer(
         self, models: _ConfigModels, label: str, share: float, stage: str, reserve: bool = True
     ) -> bool:
-        """Offer the answer of the ``home`` or ``restricted`` model under the stages kept so far;
-        True when it became the incumbent."""
+        """Offer the answer of the ``home``, ``restricted`` or ``keep`` model under the stages
+        kept so far (the keep model with its fewest restarts, the others any); True when it
+        became the incumbent."""
         built = models.get(label)
         if (reserve and self.stopped() is not None) or not self.prepare(built):
             return False
         m = built.model
         m.del_component("stage_objective")
-        m.stage_objective = pyo.Objective(expr=0.0 * m.PHI[self.work.hosts[0].id])
+        warm = None
+        if label == "keep":
+            m.stage_objective = pyo.Objective(expr=built.expression("restarts"))
+            warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
+        else:
+            m.stage_objective = pyo.Objective(expr=0.0 * m.PHI[self.work.hosts[0].id])
         self.report(stage, label, False, self.best.values.get(stage), None)
-        result = self.backend.solve(m, self.stage_options(None, share, reserve))
+        result = self.backend.solve(m, self.stage_options(warm, share, reserve))
         if result.has_solution and self.best.offer(built.decode(), label):
             return True
-        if result.termination is Termination.INFEASIBLE:
+        if result.termination is Termination.INFEASIBLE and label != "keep":
             where = "on its GPU and start" if label == "home" else "on its GPU"
             self.notes.append(f"no placement keeping every running workload {where} reaches the optima above")
         return False
@@ -706,8 +753,8 @@ class _Run:
 
     def repair(self, models: _ConfigModels | None, fixed: frozenset[str]) -> None:
         """Bring an unproven answer's restarts down for the acceptance and hardware it reached:
-        the restricted model within the time kept back (when the answer moves workloads to
-        other GPUs), then :func:`~mipopt.exact.keep.keep_running`."""
+        the keep model's fewest restarts within the time kept back, then
+        :func:`~mipopt.exact.keep.keep_running`."""
         best = self.best
         if best.placed is None or (
             self.stages
@@ -719,19 +766,15 @@ class _Run:
             return
         if models is not None and (self.options.stop is None or not self.options.stop.is_set):
             started = time.perf_counter()
-            for label in ("home", "restricted"):
-                m = models.get(label).model
-                if not hasattr(m, "repair_floor"):  # the acceptance and hardware reached
-                    m.repair_floor = pyo.ConstraintList()
-                    m.repair_floor.add(m.obj_expr["acceptance"] >= best.values["acceptance"] - 1e-6)
-                    m.repair_floor.add(m.obj_expr["hardware"] <= best.values["hardware"] + 1e-6)
-                if self.home_answer(
-                    models, label, 0.5 if label == "home" else 1.0, "restarts", reserve=False
-                ):
-                    self.notes.append(
-                        f"restarts brought down by the {label} model in {time.perf_counter() - started:.2f} s"
-                    )
-                    break
+            m = models.get("keep").model
+            m.del_component("repair_floor")  # the acceptance and hardware reached
+            m.repair_floor = pyo.ConstraintList()
+            m.repair_floor.add(m.obj_expr["acceptance"] >= best.values["acceptance"] - 1e-6)
+            m.repair_floor.add(m.obj_expr["hardware"] <= best.values["hardware"] + 1e-6)
+            if self.home_answer(models, "keep", 1.0, "restarts", reserve=False):
+                self.notes.append(
+                    f"restarts brought down by the keep model in {time.perf_counter() - started:.2f} s"
+                )
         restarts_first = self.spec.order().index("restarts") < self.spec.order().index("migrations")
         placed = best.placed
         assert placed is not None
@@ -798,7 +841,7 @@ class _ConfigModels:
         self.built: dict[str, ConfigModel] = {}
 
     def get(self, mode: str) -> ConfigModel:
-        """The ``aggregate``, ``restricted`` or ``detailed`` variant, or ``home``: the aggregated
+        """The ``aggregate``, ``restricted``, ``detailed`` or ``keep`` variant, or ``home``: the aggregated
         one with every running workload held on its GPU and start (nothing restarts)."""
         if mode not in self.built:
             if mode == "home":

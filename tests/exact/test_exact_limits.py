@@ -165,6 +165,7 @@ def test_progress_prints_a_line_per_stage_event(capsys: pytest.CaptureFixture[st
         ["migrations", "detailed"],
         ["migrations", "detailed"],
         ["restarts", "home"],
+        ["restarts", "keep"],
         ["restarts", "detailed"],
         ["restarts", "slots"],
         ["restarts", "slots"],

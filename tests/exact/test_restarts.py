@@ -119,3 +119,63 @@ def test_summary_warns_of_many_restarts() -> None:
     assert warning is not None and warning.startswith("warning: 3 of 5 running workloads restart")
     assert "--max-restarts N" in warning and "--priority disruption" in warning
     assert restart_warning(inst, mipopt.solve(inst, "ff")) is None
+
+
+def one_gpu_two_stayers() -> mipopt.Instance:
+    """An A100-80GB running ``light`` (1g.10gb, delta 1) on slot 0 and ``heavy`` (delta 2) on
+    slot 4; the new 3g.40gb may start only at 0 or 4, so one of them must change start."""
+    b = mipopt.InstanceBuilder("two-stayers")
+    b.add_host("h0", {"g0": "A100-80GB"})
+    b.add_workload("light", "1g.10gb", placement=("g0", 0), migration_weight=1.0)
+    b.add_workload("heavy", "1g.10gb", placement=("g0", 4), migration_weight=2.0)
+    b.add_workload("new", "3g.40gb")
+    return b.build()
+
+
+def test_the_keep_model_keeps_the_heavier_stayer_on_its_start() -> None:
+    """Only ``light`` restarts (on its GPU): restarts 1, proven by the keep model, as the slot
+    model proves it; the decoded placement keeps ``heavy`` on slot 4."""
+    inst = one_gpu_two_stayers()
+    for model in ("grmu", "grmu-slots"):
+        sol = solve_exact(inst, model=model)
+        report = verify(inst, sol)
+        assert report.valid, report.violations
+        assert report.objectives == Objectives(3.0, 2.0, 0.0, 1.0)
+        assert report.metrics["restarted"] == 1
+        assert (sol.placed()["heavy"], sol.placed()["new"]) == (("g0", 4), ("g0", 0))
+    stages = {st.objective: st.model for st in solve_exact(inst).stages}
+    assert stages["restarts"] == "keep"
+
+
+def test_the_keep_model_counts_kept_stayers_exactly() -> None:
+    """The keep variant offers, per GPU, a configuration for each set of stayers kept on their
+    starts that a larger set does not beat; its restarts are those of the stayers left out."""
+    from mipopt.exact.models.config import build_config
+
+    built = build_config(one_gpu_two_stayers(), mode="keep")
+    (unit,) = (u for u in built.units if u.kept)
+    options = {(kept, cost) for kept, cost in zip(unit.kept, unit.costs, strict=True)}
+    # positions in unit.stayers: 0 = light (slot 0), 1 = heavy (slot 4)
+    assert unit.stayers == ((0, 0, 1.0), (0, 4, 2.0))
+    assert (frozenset({0, 1}), (0.0, 0)) in options
+    assert (frozenset({1}), (1.0, 1)) in options  # heavy kept: the 3g.40gb goes to 0-3
+    assert (frozenset({0}), (2.0, 1)) in options  # light kept: the 3g.40gb goes to 4-7
+    assert all(kept for kept, _ in options)  # keeping neither never offers more
+
+
+@pytest.mark.parametrize(("gpus", "seed", "restarts"), [(16, 1, 1.0), (24, 1, 3.0), (32, 1, 2.0)])
+def test_restarts_proven_by_the_keep_model_equal_the_slot_models(gpus: int, seed: int, restarts: float) -> None:
+    """IBM snapshots at load 0.7 whose optimum migrates nothing but restarts some running
+    workloads on their GPUs: the keep model proves the restarts stage, with the slot
+    model's optimum."""
+    inst = ibm_instance(gpus, seed=seed, load=0.7)
+    found = {}
+    for model in ("grmu", "grmu-slots"):
+        sol = solve_exact(inst, model=model)
+        report = verify(inst, sol)
+        assert report.valid and sol.status is Status.OPTIMAL
+        found[model] = report.objectives
+        if model == "grmu":
+            assert {st.objective: st.model for st in sol.stages}["restarts"] == "keep"
+    assert found["grmu"] == found["grmu-slots"]
+    assert (found["grmu"].migrations, found["grmu"].restarts) == (0.0, restarts)

@@ -9,7 +9,7 @@ whatever it holds, per profile, is at most what the chosen configuration offers.
 Start slots come back afterwards, per GPU, from the exact indexing search, keeping
 running workloads on their own starts wherever possible. See ``models/grmu.md``.
 
-Three variants of one builder serve the staged solve of :mod:`mipopt.exact.driver`:
+Four variants of one builder serve the staged solve of :mod:`mipopt.exact.driver`:
 
 * ``aggregate``: every movable running workload joins the pool of its shape (it must
   be placed, anywhere); GPUs of one host and one type (model, pinned instances) are
@@ -24,6 +24,10 @@ Three variants of one builder serve the staged solve of :mod:`mipopt.exact.drive
   are exact; restarts and the budget's measures count the leavers only, so they are lower
   bounds (``relaxed``): a start change on a GPU is the decoding's, and the driver checks the
   decoded placement (and finishes on the slot model when they differ).
+* ``keep``: every movable running workload stays on its own GPU; per GPU a configuration
+  is chosen with the set of its stayers kept on their own starts (the others restart on
+  the GPU). Restarts are exact over the placements that keep every running workload on its
+  GPU: the restarts stage once 0 migrations is proven (``models/grmu.md``).
 
 Items (pool workloads) are counted per (shape, host, GPU model): a host's GPUs of one
 model offer, per profile, the spots of their chosen configurations, less the spots
@@ -36,13 +40,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from itertools import combinations
+from typing import Literal, cast
 
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
 from mipopt.exact.models.grmu_slots import OBJECTIVES, leaver_memory
 from mipopt.exact.preprocess import (
+    FixedState,
     Shape,
     fixed_ids,
     fixed_states,
@@ -54,8 +60,8 @@ from mipopt.exact.preprocess import (
 from mipopt.exact.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.instance import Instance, Workload
 
-Mode = Literal["aggregate", "restricted", "detailed"]
-MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed")
+Mode = Literal["aggregate", "restricted", "detailed", "keep"]
+MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed", "keep")
 Vector = tuple[int, ...]
 
 
@@ -70,6 +76,11 @@ class _Unit:
     required: Vector  # per-GPU counts held by stayers forced in place (restricted mode)
     forced: bool  # every GPU of the unit is active (pinned or forced stayers)
     named: bool  # one GPU with a binary per configuration and counted stayers
+    # keep variant: per configuration, the stayers (positions in ``stayers``) it holds on their
+    # own starts, and the (sum of delta, count) of the others, restarted on their GPU
+    kept: tuple[frozenset[int], ...] = ()
+    costs: tuple[tuple[float, int], ...] = ()
+    stayers: tuple[tuple[int, int, float], ...] = ()  # (profile index, start, delta), sorted
 
 
 @dataclass
@@ -79,7 +90,7 @@ class ConfigModel:
     Attributes
     ----------
     mode
-        ``aggregate``, ``restricted`` or ``detailed`` (module docstring).
+        ``aggregate``, ``restricted``, ``detailed`` or ``keep`` (module docstring).
     model
         The Pyomo model; objective expressions in ``model.obj_expr[name]``.
     units
@@ -128,20 +139,24 @@ class ConfigModel:
             for shape in self.shapes:
                 for wid in shape.running:
                     running[home_gpu(self.instance, wid)].append(self.instance.workload(wid))
+        held: dict[str, dict[str, tuple[int, int]]] = {}  # keep variant: stayers kept on their starts
         for k, unit in enumerate(self.units):
             chosen = [c for c in range(len(unit.configs)) for _ in range(_count(m.N[k, c]))]
             self._assign(unit, [unit.configs[c] for c in chosen], config_of, running)
+            if unit.kept:  # a unit's GPUs are alike: any takes any of its configurations
+                for gpu_id, c in zip(unit.gpus, chosen, strict=False):
+                    held[gpu_id] = self._kept_stayers(unit, gpu_id, unit.kept[c])
         for k, (u, members) in enumerate(self.stays):
             gpu = self.units[u].gpus[0]
             stayers[gpu].extend(members[: _count(m.K[k])])
         quota: dict[tuple[int, str, str], int] = {key: _count(m.X[k]) for k, key in enumerate(self.items)}
-        if self.mode == "restricted":
+        if self.mode in ("restricted", "keep"):
             for shape in self.shapes:
                 for wid in shape.running:
                     stayers[home_gpu(self.instance, wid)].append(wid)
         elif self.mode == "aggregate":  # running workloads keep their GPU where its configuration has room
             self._aggregate_stayers(config_of, quota, stayers)
-        return self._place(config_of, stayers, quota)
+        return self._place(config_of, stayers, quota, held)
 
     def _assign(
         self,
@@ -194,11 +209,26 @@ class ConfigModel:
                 quota[key] -= 1
                 stayers[gpu.id].append(w.id)
 
+    def _kept_stayers(self, unit: _Unit, gpu_id: str, kept: frozenset[int]) -> dict[str, tuple[int, int]]:
+        """The running workloads of ``gpu_id`` at positions ``kept`` of ``unit.stayers``, with
+        (profile index, start)."""
+        out: dict[str, tuple[int, int]] = {}
+        want = [unit.stayers[i] for i in sorted(kept)]
+        for w in self.instance.running:
+            if w.placement is None or w.placement.gpu != gpu_id or w.id in self.fixed:
+                continue
+            key = (unit.model.index(w.profile), w.placement.start, w.migration_weight)
+            if key in want:
+                want.remove(key)
+                out[w.id] = (cast(int, key[0]), w.placement.start)
+        return out
+
     def _place(
         self,
         config_of: dict[str, Vector],
         stayers: dict[str, list[str]],
         quota: dict[tuple[int, str, str], int],
+        held: dict[str, dict[str, tuple[int, int]]] | None = None,
     ) -> dict[str, tuple[str, int]]:
         inst = self.instance
         content: dict[str, list[tuple[str, int]]] = defaultdict(list)  # gpu -> (workload, profile)
@@ -260,6 +290,10 @@ class ConfigModel:
             p = inst.gpu(gpu_id).model.index(inst.workload(wid).profile)
             assert p is not None
             fixed_by_gpu[gpu_id][wid] = (p, start)
+        for gpu_id, kept in (held or {}).items():  # placed around: the model chose them
+            fixed_by_gpu[gpu_id].update(kept)
+            content[gpu_id] = [(wid, p) for wid, p in content[gpu_id] if wid not in kept]
+            placed.update({wid: (gpu_id, start) for wid, (_, start) in kept.items()})
         for gpu_id, items in content.items():
             model = inst.gpu(gpu_id).model
             own_starts = {
@@ -311,7 +345,7 @@ class ConfigModel:
         on_gpu: dict[str, list[str]] = defaultdict(list)
         for wid, (gpu_id, _) in placed.items():
             on_gpu[gpu_id].append(wid)
-        if self.mode == "restricted" and any(
+        if self.mode in ("restricted", "keep") and any(
             placed.get(w, ("", 0))[0] != home_gpu(self.instance, w) for s in self.shapes for w in s.running
         ):
             return {}
@@ -327,14 +361,15 @@ class ConfigModel:
                     held[p] += 1
                 if not any(held) and not unit.forced:
                     continue
-                c = next(
-                    (
-                        i
-                        for i, cfg in enumerate(unit.configs)
-                        if all(a >= b for a, b in zip(cfg, held, strict=True))
-                    ),
-                    None,
-                )
+                fits = [
+                    i
+                    for i, cfg in enumerate(unit.configs)
+                    if all(a >= b for a, b in zip(cfg, held, strict=True))
+                ]
+                if unit.kept:  # the keep variant: the fewest restarts among the kept stayers
+                    at_home = self._at_home(unit, gpu_id, placed)
+                    fits = sorted((i for i in fits if unit.kept[i] <= at_home), key=lambda i: unit.costs[i])
+                c = fits[0] if fits else None
                 if c is None:
                     return {}
                 counts[c] += 1
@@ -347,7 +382,7 @@ class ConfigModel:
                 continue
             g = inst.gpu(gpu_id)
             home = inst.workload(wid).placement
-            if self.mode == "restricted" and home is not None:
+            if self.mode in ("restricted", "keep") and home is not None:
                 continue
             if self.mode == "detailed" and home is not None and home.gpu == gpu_id and wid in stays_on:
                 continue
@@ -381,6 +416,69 @@ class ConfigModel:
             values[m.PHI[h.id].name] = 1.0 if h.id in hosts else 0.0
         return values
 
+    def _at_home(self, unit: _Unit, gpu_id: str, placed: dict[str, tuple[str, int]]) -> frozenset[int]:
+        """Positions in ``unit.stayers`` of the GPU's running workloads that ``placed`` keeps
+        on their own starts."""
+        model = unit.model
+        home = [w for w in self.instance.running if w.placement is not None and w.placement.gpu == gpu_id]
+        kept = {
+            (model.index(w.profile), w.placement.start, w.migration_weight)
+            for w in home
+            if w.placement is not None and placed.get(w.id) == (gpu_id, w.placement.start)
+        }
+        return frozenset(i for i, st in enumerate(unit.stayers) if st in kept)
+
+
+def _stayers(model: GpuModel, running: list[Workload]) -> tuple[tuple[int, int, float], ...]:
+    """A GPU's running workloads as sorted (profile index, start, delta)."""
+    out = []
+    for w in running:
+        p = model.index(w.profile)
+        assert p is not None and w.placement is not None
+        out.append((p, w.placement.start, w.migration_weight))
+    return tuple(sorted(out))
+
+
+def _keep_options(
+    unit: _Unit, state: FixedState, own: set[int], stayers: tuple[tuple[int, int, float], ...]
+) -> None:
+    """The keep variant's configurations of ``unit``: for each set K of its GPUs' stayers kept
+    on their own starts, the maximal multisets around them (the others anywhere on the GPU),
+    unless a larger kept set offers as much; each with the restarts of the stayers not in K."""
+    model = unit.model
+    n = len(stayers)
+    totals: dict[frozenset[int], list[Vector]] = {}
+    options: list[tuple[Vector, frozenset[int]]] = []
+    for size in range(n, -1, -1):
+        for subset in combinations(range(n), size):
+            keep = frozenset(subset)
+            mask, counts, media = state.mask, list(state.counts), state.media_used
+            for i in keep:
+                p, start, _ = stayers[i]
+                mask |= model.profiles[p].slot_mask(start)
+                counts[p] += 1
+                media |= model.profiles[p].media_extension
+            around = FixedState(state.gpu, model, mask, tuple(counts), media, ())
+            found = []
+            for c in maximal_multisets(model, around, own):
+                total = list(c)
+                for i in keep:
+                    total[stayers[i][0]] += 1
+                vec = tuple(total)
+                if not all(a >= b for a, b in zip(vec, unit.required, strict=True)):
+                    continue
+                found.append(vec)
+                larger = (totals[keep | {i}] for i in range(n) if i not in keep)
+                if not any(all(a <= b for a, b in zip(vec, w, strict=True)) for ws in larger for w in ws):
+                    options.append((vec, keep))
+            totals[keep] = found
+    unit.configs = tuple(vec for vec, _ in options)
+    unit.kept = tuple(keep for _, keep in options)
+    unit.costs = tuple(
+        (sum(stayers[i][2] for i in range(n) if i not in keep), n - len(keep)) for _, keep in options
+    )
+    unit.stayers = stayers
+
 
 def _count(var: pyo.Var) -> int:
     return 0 if var.value is None else max(round(var.value), 0)
@@ -393,14 +491,14 @@ def build_config(
     fixed: Iterable[str] | None = None,
     closed: Iterable[str] = (),
 ) -> ConfigModel:
-    """Build the configuration model of ``instance`` in one of its three variants.
+    """Build the configuration model of ``instance`` in one of its four variants.
 
     Parameters
     ----------
     instance
         The instance.
     mode
-        ``aggregate``, ``restricted`` or ``detailed`` (see the module docstring).
+        ``aggregate``, ``restricted``, ``detailed`` or ``keep`` (see the module docstring).
     fixed
         Running workloads held in place (their GPU and start); None for the pinned ones.
     closed
@@ -435,15 +533,16 @@ def build_config(
             movable_on[w.placement.gpu].append(w)
 
     # units: named GPUs (detailed, movable running workloads) or counted groups
+    stay = mode in ("restricted", "keep")  # every movable running workload stays on its GPU
     units: list[_Unit] = []
-    groups: dict[tuple[str, str, int, tuple[int, ...], bool, Vector], list[str]] = defaultdict(list)
+    groups: dict[tuple[object, ...], list[str]] = defaultdict(list)
     shut = set(closed)
     for g in instance.gpus:
         if g.id in shut:
             continue
         st = states[g.id]
         held = [0] * len(g.model.profiles)
-        if mode == "restricted":
+        if stay:
             for w in movable_on[g.id]:
                 p = g.model.index(w.profile)
                 assert p is not None
@@ -452,8 +551,12 @@ def build_config(
             configs = maximal_multisets(g.model, st, profiles[g.model.name])
             units.append(_Unit(g.host, g.model, (g.id,), configs, tuple(held), bool(st.workloads), True))
             continue
-        groups[g.host, g.model.name, st.mask, st.counts, st.media_used, tuple(held)].append(g.id)
-    for (host, _, _, _, _, required), members in groups.items():
+        key: tuple[object, ...] = (g.host, g.model.name, st.mask, st.counts, st.media_used, tuple(held))
+        if mode == "keep":  # and the stayers' own starts and weights
+            key += (_stayers(g.model, movable_on[g.id]),)
+        groups[key].append(g.id)
+    for key, members in groups.items():
+        host, required = str(key[0]), cast(Vector, key[5])
         first = instance.gpu(members[0])
         state = states[first.id]
         own = profiles[first.model.name] | {p for p, n in enumerate(required) if n}
@@ -463,7 +566,10 @@ def build_config(
             if all(a >= b for a, b in zip(c, required, strict=True))
         )
         forced = bool(state.workloads) or any(required)
-        units.append(_Unit(str(host), first.model, tuple(members), configs, required, forced, False))
+        unit = _Unit(host, first.model, tuple(members), configs, required, forced, False)
+        if mode == "keep" and any(required):
+            _keep_options(unit, state, own, cast(tuple[tuple[int, int, float], ...], key[6]))
+        units.append(unit)
 
     m.N = pyo.Var(
         [(k, c) for k, u in enumerate(units) for c in range(len(u.configs))],
@@ -581,7 +687,7 @@ def build_config(
             if cap is None:
                 continue
             held_amount = sum(getattr(w, attr) for w in held_at[h.id])
-            if mode == "restricted":
+            if stay:
                 held_amount += sum(getattr(w, attr) for gid in h.gpus for w in movable_on[gid])
             need: list[tuple[float, pyo.Var]] = [
                 (getattr(shapes[items[k][0]].example, attr), m.X[k]) for k in items_at[h.id]
@@ -646,7 +752,17 @@ def build_config(
     elif mode == "restricted":
         exprs["migrations"] = 0.0
         exprs.update(restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
-    relaxed = frozenset(n for n in ("restarts", "restarted", "moved_memory_gb") if n in exprs)
+    elif mode == "keep":
+        # a GPU's stayers off their own starts (exact for the placements that keep every
+        # running workload on its GPU)
+        moved = [(cost, m.N[k, c]) for k, u in enumerate(units) for c, cost in enumerate(u.costs) if cost[1]]
+        exprs["migrations"] = 0.0
+        exprs["restarts"] = sum(cost[0] * n for cost, n in moved)
+        exprs["restarted"] = sum(cost[1] * n for cost, n in moved)
+        exprs["moved_memory_gb"] = 0.0
+    relaxed = frozenset(
+        n for n in ("restarts", "restarted", "moved_memory_gb") if n in exprs and mode != "keep"
+    )
     if not any(s.running for s in shapes):  # every running workload held in place: nothing moves
         exprs.update(migrations=0.0, restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
         relaxed = frozenset()
