@@ -164,7 +164,9 @@ def test_the_keep_model_counts_kept_stayers_exactly() -> None:
 
 
 @pytest.mark.parametrize(("gpus", "seed", "restarts"), [(16, 1, 1.0), (24, 1, 3.0), (32, 1, 2.0)])
-def test_restarts_proven_by_the_keep_model_equal_the_slot_models(gpus: int, seed: int, restarts: float) -> None:
+def test_restarts_proven_by_the_keep_model_equal_the_slot_models(
+    gpus: int, seed: int, restarts: float
+) -> None:
     """IBM snapshots at load 0.7 whose optimum migrates nothing but restarts some running
     workloads on their GPUs: the keep model proves the restarts stage, with the slot
     model's optimum."""
@@ -179,3 +181,39 @@ def test_restarts_proven_by_the_keep_model_equal_the_slot_models(gpus: int, seed
             assert {st.objective: st.model for st in sol.stages}["restarts"] == "keep"
     assert found["grmu"] == found["grmu-slots"]
     assert (found["grmu"].migrations, found["grmu"].restarts) == (0.0, restarts)
+
+
+def test_the_keep_model_repairs_an_answer_stopped_at_a_gap() -> None:
+    """IBM 80 GPUs at load 0.7, seed 1: stages stopped at a 50 % gap leave the aggregated
+    model's answer; the keep model brings its restarts down at the acceptance and hardware
+    it reached (to 12 by migration weight, 7 running workloads, none off its GPU)."""
+    from mipopt.solvers import SolverOptions
+
+    inst = ibm_instance(80, seed=1, load=0.7)
+    sol = solve_exact(inst, options=SolverOptions(mip_rel_gap=0.5), objective="lex:acceptance,hardware")
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert sol.status is Status.FEASIBLE
+    assert (report.objectives.acceptance, report.objectives.hardware) == (492.0, 85.0)
+    assert (report.objectives.migrations, report.objectives.restarts, report.metrics["restarted"]) == (
+        0.0,
+        12.0,
+        7,
+    )
+    assert "restarts brought down by the keep model" in sol.message
+
+
+def test_the_keep_start_seeds_the_stages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the warm start on the keep model (large instances; forced here at 16 GPUs) the
+    stages prove the same optimum, and the first event is the keep model's acceptance."""
+    import mipopt.exact.driver as driver
+
+    inst = ibm_instance(16, seed=1, load=0.7)
+    plain = verify(inst, solve_exact(inst)).objectives
+    monkeypatch.setattr(driver, "KEEP_START_MIN_RUNNING", 0)
+    events = []
+    sol = solve_exact(inst, progress=events.append)
+    report = verify(inst, sol)
+    assert report.valid and sol.status is Status.OPTIMAL
+    assert report.objectives == plain == Objectives(100.0, 18.0, 0.0, 1.0)
+    assert (events[0].stage, events[0].model) == ("acceptance", "keep")
