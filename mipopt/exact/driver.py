@@ -167,8 +167,8 @@ RESTRICTED_SHARE = 0.25
 #: Share of the time left for the warm start of the keep model (:meth:`_Run.home_start`), and
 #: for bringing its restarts down.
 HOME_START_SHARE = 0.5
-#: Fewest running workloads for that warm start: below, the stages prove in about a second (IBM
-#: set-up, 80 GPUs, 130 running: 0.2 s) and the keep model's build alone takes 0.4 s.
+#: Fewest running workloads for that warm start on the keep model; below, the home model (IBM
+#: set-up, 80 GPUs, 130 running: the keep model's build alone takes 0.4 s, the whole solve 0.2 s).
 KEEP_START_MIN_RUNNING = 300
 #: Share of the time left for the keep model's fewest restarts before a restarts stage.
 KEEP_SHARE = 0.3
@@ -668,22 +668,24 @@ class _Run:
                 break
 
     def home_start(self, models: _ConfigModels, first: Stage) -> None:
-        """A warm start that restarts few: the first stage (acceptance or hardware) optimized on
-        the ``keep`` model (every running workload on its GPU, a GPU's stayers either all on
-        their starts or all restarted) within :data:`HOME_START_SHARE` of the time left, then
-        its restarts brought down at the value reached. A later model's answer replaces it
-        only when better in the objective's order, so a time-limited answer keeps running
-        workloads home unless moving them bought something."""
+        """A warm start that restarts few: the first stage (acceptance or hardware) optimized
+        within :data:`HOME_START_SHARE` of the time left on the ``keep`` model (every running
+        workload on its GPU, the fewest restarts as a tie-break), then its restarts brought
+        down at the value reached; below :data:`KEEP_START_MIN_RUNNING` running workloads on
+        the ``home`` model (every one on its GPU and start), cheaper to build. A later model's
+        answer replaces it only when better in the objective's order, so a time-limited answer
+        keeps running workloads home unless moving them bought something."""
         if (
             first.name not in ("acceptance", "hardware")
-            or len(self.work.running) < KEEP_START_MIN_RUNNING
+            or not self.work.running
             or self.stopped() is not None
         ):
             return
         everyone = sum(w.weight for w in self.work.workloads)
         if first.name == "acceptance" and self.best.values.get("acceptance") == everyone:
             return  # the warm start accepts everyone and moves nothing: nothing to gain
-        built = models.get("keep")
+        label = "keep" if len(self.work.running) >= KEEP_START_MIN_RUNNING else "home"
+        built = models.get(label)
         if not self.prepare(built):
             return
         m = built.model
@@ -700,13 +702,13 @@ class _Run:
             expr = expr + _sign(first.name) * step / (2 * total + 1) * built.expression("restarts")
         m.stage_objective = pyo.Objective(expr=expr, sense=first.sense)
         warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
-        self.report(first.name, "keep", False, self.best.values.get(first.name), None)
+        self.report(first.name, label, False, self.best.values.get(first.name), None)
         result = self.backend.solve(m, self.stage_options(warm, HOME_START_SHARE))
         if not result.has_solution:
             return
         placed = built.decode()
         if (
-            not self.best.offer(placed, f"keep {first.name}")
+            not self.best.offer(placed, f"{label} {first.name}")
             or self.stopped() is not None
             or _is_constant(built.expression("restarts"))
         ):
