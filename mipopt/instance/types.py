@@ -623,8 +623,12 @@ class Rejection:
         The first reason that holds, in the order of :data:`REJECTION_CODES`: ``no-profile``
         (no GPU model of the cluster has its profile), ``gpu-models`` (its ``gpu_models``
         excludes every GPU that has it), ``host-capacity`` (no host with an eligible GPU has
-        the cpu or ram for it alone), ``not-chosen`` (it fits somewhere, but the method
-        preferred others).
+        the cpu or ram for it alone), ``no-room`` (no legal start of its profile is free on
+        any eligible GPU, nor the cpu or ram beside it, with the running workloads the method
+        keeps: the message names the starts and what holds them), ``needs-restarts`` (room
+        exists only by restarting running workloads that the method or the budget keeps),
+        ``undecided`` (not decided within the time left), ``not-chosen`` (an answer placing
+        it exists, but the objective or the heuristic preferred others).
     message
         The reason in words, with the numbers.
     """
