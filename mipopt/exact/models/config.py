@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import pyomo.environ as pyo
 
@@ -512,27 +512,126 @@ def build_config(
     """
     ids = fixed_ids(instance, fixed)
     fixed_at = {wid: at for wid, at in instance.current_placement().items() if wid in ids}
-    states = {s.gpu: s for s in fixed_states(instance, ids)}
     m = pyo.ConcreteModel(name=f"grmu-config[{mode}][{instance.name}]")
+    sets = _sets(instance, mode, ids, closed)
+    _eq19_units_on(m, sets)
+    _eq8_eq11_pool(m, sets)
+    _eq12_eq16_spots(m, sets)
+    _stay_spots(m, sets)
+    _eq6_eq7_host_cpu_ram(m, sets, fixed_at)
+    z_keys = _eq5_same_host_leavers(m, sets)
+    _symmetry_identical_hosts(m, sets)
+    relaxed = _eq3_eq5_objectives(m, sets, z_keys)
+    stats = {
+        "variables": m.nvariables(),
+        "constraints": m.nconstraints(),
+        "shapes": len(sets.shapes),
+        "units": len(sets.units),
+        "configurations": sum(len(u.configs) for u in sets.units),
+    }
+    return ConfigModel(
+        instance,
+        mode,
+        m,
+        sets.shapes,
+        sets.units,
+        sets.items,
+        sets.stays,
+        sets.accept,
+        fixed_at,
+        sets.profile_of,
+        tuple(name for name in m.obj_expr if name in OBJECTIVES),
+        stats,
+        relaxed,
+    )
 
-    shapes, index = movable_shapes(instance, ids)
+
+# --- the index sets (models/grmu.md, Sets)
+
+
+@dataclass
+class _Sets:
+    """The index sets that the configuration model's rows share (``models/grmu.md``, Sets)."""
+
+    instance: Instance
+    mode: Mode
+    shapes: list[Shape]
+    profile_of: dict[tuple[int, str], int]  # (shape, model name) -> profile index
+    shape_of: dict[str, int]  # movable running workload -> its shape
+    movable_on: dict[str, list[Workload]]  # GPU -> its movable running workloads
+    units: list[_Unit]
+    units_on: dict[str, list[int]]  # host -> its units
+    stays: list[tuple[int, tuple[str, ...]]]  # stayer class: (named unit, members); detailed only
+    items: list[tuple[int, str, str]]  # (shape, host, GPU model name)
+    accept: list[tuple[int, tuple[str, ...]]]  # class of new workloads: (shape, members of one weight)
+
+    @property
+    def stay(self) -> bool:
+        """Every movable running workload stays on its GPU (restricted and keep variants)."""
+        return self.mode in ("restricted", "keep")
+
+    def stay_profile(self, k: int) -> int:
+        """The profile index, on its unit's model, of stayer class ``k``."""
+        ui, members = self.stays[k]
+        p = self.units[ui].model.index(self.instance.workload(members[0]).profile)
+        assert p is not None
+        return p
+
+
+def _sets(instance: Instance, mode: Mode, ids: frozenset[str], closed: Iterable[str]) -> _Sets:
+    """Shapes, units and their configurations, stayer classes, items and classes of new workloads."""
+    shapes, _ = movable_shapes(instance, ids)
     profile_of = {
         (c, name): model.profiles.index(prof)
         for c, s in enumerate(shapes)
         for name, model in instance.models.items()
         if (prof := instance.profile_on(s.example, model)) is not None
     }
-    profiles: dict[str, set[int]] = {name: set() for name in instance.models}  # in use, per model
-    for (_, name), index_on_model in profile_of.items():
-        profiles[name].add(index_on_model)
     movable_on: dict[str, list[Workload]] = defaultdict(list)
     for s in shapes:
         for wid in s.running:
             w = instance.workload(wid)
             assert w.placement is not None
             movable_on[w.placement.gpu].append(w)
+    units = _units(instance, mode, ids, closed, profile_of, movable_on)
+    units_on: dict[str, list[int]] = {h.id: [] for h in instance.hosts}
+    for k, u in enumerate(units):
+        units_on[u.host].append(k)
+    host_models = {(g.host, g.model.name) for g in instance.gpus}
+    items = [
+        (c, host, name)
+        for c in range(len(shapes))
+        for host, name in sorted(host_models)
+        if (c, name) in profile_of
+    ]
+    return _Sets(
+        instance,
+        mode,
+        shapes,
+        profile_of,
+        {w: c for c, s in enumerate(shapes) for w in s.running},
+        movable_on,
+        units,
+        units_on,
+        _stayer_classes(instance, units, movable_on),
+        items,
+        [(c, tuple(ws)) for c, s in enumerate(shapes) for ws in s.new.values()],
+    )
 
-    # units: named GPUs (detailed, movable running workloads) or counted groups
+
+def _units(
+    instance: Instance,
+    mode: Mode,
+    ids: frozenset[str],
+    closed: Iterable[str],
+    profile_of: dict[tuple[int, str], int],
+    movable_on: dict[str, list[Workload]],
+) -> list[_Unit]:
+    """The units: named GPUs (detailed, movable running workloads on them) or counted groups."""
+    states = {s.gpu: s for s in fixed_states(instance, ids)}
+    profiles: dict[str, set[int]] = {name: set() for name in instance.models}  # in use, per model
+    for (_, name), index_on_model in profile_of.items():
+        profiles[name].add(index_on_model)
     stay = mode in ("restricted", "keep")  # every movable running workload stays on its GPU
     units: list[_Unit] = []
     groups: dict[tuple[object, ...], list[str]] = defaultdict(list)
@@ -570,144 +669,153 @@ def build_config(
         if mode == "keep" and any(required):
             _keep_options(unit, state, own, cast(tuple[tuple[int, int, float], ...], key[6]))
         units.append(unit)
+    return units
 
+
+def _stayer_classes(
+    instance: Instance, units: list[_Unit], movable_on: dict[str, list[Workload]]
+) -> list[tuple[int, tuple[str, ...]]]:
+    """The stayers of the named GPUs, per class of identical running workloads on one GPU."""
+    stays: list[tuple[int, tuple[str, ...]]] = []
+    for k, u in enumerate(units):
+        if not u.named:
+            continue
+        classes: dict[object, list[str]] = defaultdict(list)
+        for w in movable_on[u.gpus[0]]:
+            classes[placement_key(instance, w), w.weight, w.migration_weight].append(w.id)
+        stays.extend((k, tuple(ws)) for ws in classes.values())
+    return stays
+
+
+# --- the rows, one function per family (models/grmu.md, Constraints)
+
+
+def _active(m: pyo.ConcreteModel, sets: _Sets, k: int) -> Any:
+    """Sum over c of N[k, c]: the GPUs of unit ``k`` that are on."""
+    return sum(m.N[k, c] for c in range(len(sets.units[k].configs)))
+
+
+def _eq19_units_on(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """Eq. 19, ``unit_active``: a unit's GPUs are on only on an active host, and all of them where forced."""
+    units = sets.units
     m.N = pyo.Var(
         [(k, c) for k, u in enumerate(units) for c in range(len(u.configs))],
         domain=pyo.NonNegativeIntegers,
         bounds=lambda _m, k, _c: (0, len(units[k].gpus)),
     )
-    m.PHI = pyo.Var([h.id for h in instance.hosts], domain=pyo.Binary)
-    active = {k: sum(m.N[k, c] for c in range(len(u.configs))) for k, u in enumerate(units)}
-    gpus_on: dict[str, list[int]] = defaultdict(list)  # host -> its units
-    for k, u in enumerate(units):
-        gpus_on[u.host].append(k)
+    m.PHI = pyo.Var([h.id for h in sets.instance.hosts], domain=pyo.Binary)
     m.unit_active = pyo.ConstraintList()
     for k, u in enumerate(units):
         size = len(u.gpus)
-        if u.forced:
-            m.unit_active.add(active[k] == size)
+        if u.forced:  # pinned instances or stayers
+            m.unit_active.add(_active(m, sets, k) == size)
             m.PHI[u.host].fix(1)
         else:
-            m.unit_active.add(active[k] <= size * m.PHI[u.host])
+            m.unit_active.add(_active(m, sets, k) <= size * m.PHI[u.host])
 
-    # stayers of the named GPUs, per class of identical running workloads on one GPU
-    stays: list[tuple[int, tuple[str, ...]]] = []
-    if mode == "detailed":
-        for k, u in enumerate(units):
-            if not u.named:
-                continue
-            classes: dict[object, list[str]] = defaultdict(list)
-            for w in movable_on[u.gpus[0]]:
-                classes[placement_key(instance, w), w.weight, w.migration_weight].append(w.id)
-            stays.extend((k, tuple(ws)) for ws in classes.values())
+
+def _eq8_eq11_pool(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """Eqs. 8-11, ``pool``: per shape, the items X are the accepted new workloads A plus the leavers."""
+    stays, accept, items = sets.stays, sets.accept, sets.items
     m.K = pyo.Var(
         range(len(stays)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, len(stays[k][1]))
     )
-
-    # items: pool workloads counted per (shape, host, model)
-    host_models = {(g.host, g.model.name) for g in instance.gpus}
-    items = [
-        (c, host, name)
-        for c in range(len(shapes))
-        for host, name in sorted(host_models)
-        if (c, name) in profile_of
-    ]
-    accept = [(c, tuple(ws)) for c, s in enumerate(shapes) for ws in s.new.values()]
     m.A = pyo.Var(
         range(len(accept)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, len(accept[k][1]))
     )
-    supply_max = [len(s.running) + sum(len(ws) for ws in s.new.values()) for s in shapes]
+    supply_max = [len(s.running) + sum(len(ws) for ws in s.new.values()) for s in sets.shapes]
     m.X = pyo.Var(
         range(len(items)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, supply_max[items[k][0]])
     )
-
     m.pool = pyo.ConstraintList()
     items_of: dict[int, list[int]] = defaultdict(list)
-    items_on: dict[tuple[int, str], list[int]] = defaultdict(list)  # (shape, host) -> items
-    items_at: dict[str, list[int]] = defaultdict(list)  # host -> items
-    for k, (c, host, _) in enumerate(items):
+    for k, (c, _, _) in enumerate(items):
         items_of[c].append(k)
-        items_on[c, host].append(k)
-        items_at[host].append(k)
-    stays_of_shape: dict[int, list[int]] = defaultdict(list)
-    stays_at: dict[str, list[int]] = defaultdict(list)
-    shape_index = {w: c for c, s in enumerate(shapes) for w in s.running}
-    for k, (ui, ms) in enumerate(stays):
-        stays_of_shape[shape_index[ms[0]]].append(k)
-        stays_at[units[ui].host].append(k)
-    held_at: dict[str, list[Workload]] = defaultdict(list)
-    for wid, (gid, _) in fixed_at.items():
-        held_at[instance.gpu(gid).host].append(instance.workload(wid))
-    for c in range(len(shapes)):
+    stays_of: dict[int, list[int]] = defaultdict(list)
+    for k, (_, members) in enumerate(stays):
+        stays_of[sets.shape_of[members[0]]].append(k)
+    for c, shape in enumerate(sets.shapes):
         accepted = sum(m.A[k] for k, (cc, _) in enumerate(accept) if cc == c)
-        if mode == "detailed":
-            leavers = sum(len(stays[k][1]) - m.K[k] for k in stays_of_shape[c])
-        elif mode == "aggregate":
-            leavers = len(shapes[c].running)
+        if sets.mode == "detailed":
+            leavers = sum(len(stays[k][1]) - m.K[k] for k in stays_of[c])
+        elif sets.mode == "aggregate":
+            leavers = len(shape.running)
         else:
             leavers = 0
         m.pool.add(sum(m.X[k] for k in items_of[c]) == accepted + leavers)
 
-    # spots: per (host, model, profile), items + named stayers within the configurations' offer
+
+def _eq12_eq16_spots(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """Eqs. 12-16 and 20, ``spots``: per host, model and profile, items and named stayers within the offer."""
     m.spots = pyo.ConstraintList()
-    m.stay_spots = pyo.ConstraintList()
     offer: dict[tuple[str, str, int], list[object]] = defaultdict(list)
-    for k, u in enumerate(units):
+    for k, u in enumerate(sets.units):
         for c, cfg in enumerate(u.configs):
             for p, n in enumerate(cfg):
                 if n - u.required[p] > 0:
                     offer[u.host, u.model.name, p].append((n - u.required[p]) * m.N[k, c])
     demand: dict[tuple[str, str, int], list[object]] = defaultdict(list)
-    for k, (c, host, name) in enumerate(items):
-        demand[host, name, profile_of[c, name]].append(m.X[k])
-    stays_by_unit: dict[int, list[int]] = defaultdict(list)
-    for k, (ui, _) in enumerate(stays):
-        stays_by_unit[ui].append(k)
-    for ui, ks in stays_by_unit.items():
-        unit = units[ui]
-        per_profile: dict[int, list[int]] = defaultdict(list)
-        for k in ks:
-            pi = unit.model.index(instance.workload(stays[k][1][0]).profile)
-            assert pi is not None
-            per_profile[pi].append(k)
-            demand[unit.host, unit.model.name, pi].append(m.K[k])
-        for pi, kk in per_profile.items():
-            m.stay_spots.add(
-                sum(m.K[k] for k in kk)
-                <= sum(cfg[pi] * m.N[ui, c] for c, cfg in enumerate(unit.configs) if cfg[pi])
-            )
+    for k, (c, host, name) in enumerate(sets.items):
+        demand[host, name, sets.profile_of[c, name]].append(m.X[k])
+    for k, (ui, _) in enumerate(sets.stays):
+        unit = sets.units[ui]
+        demand[unit.host, unit.model.name, sets.stay_profile(k)].append(m.K[k])
     for key, terms in demand.items():
         m.spots.add(sum(terms) <= sum(offer.get(key, [])))  # type: ignore[arg-type]
 
-    # Eqs. 6-7: host cpu and ram
+
+def _stay_spots(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """``stay_spots``: a named GPU's stayers of one profile fit the configuration the GPU chooses."""
+    m.stay_spots = pyo.ConstraintList()
+    classes: dict[tuple[int, int], list[int]] = defaultdict(list)  # (unit, profile) -> stayer classes
+    for k, (ui, _) in enumerate(sets.stays):
+        classes[ui, sets.stay_profile(k)].append(k)
+    for (ui, pi), ks in classes.items():
+        configs = sets.units[ui].configs
+        m.stay_spots.add(
+            sum(m.K[k] for k in ks) <= sum(cfg[pi] * m.N[ui, c] for c, cfg in enumerate(configs) if cfg[pi])
+        )
+
+
+def _eq6_eq7_host_cpu_ram(m: pyo.ConcreteModel, sets: _Sets, fixed_at: dict[str, tuple[str, int]]) -> None:
+    """Eqs. 6-7, ``eq6_cpu`` and ``eq7_ram``: per host, items and stayers within what is not held."""
+    instance, items, stays = sets.instance, sets.items, sets.stays
     m.eq6_cpu = pyo.ConstraintList()
     m.eq7_ram = pyo.ConstraintList()
+    items_at: dict[str, list[int]] = defaultdict(list)
+    for k, (_, host, _) in enumerate(items):
+        items_at[host].append(k)
+    stays_at: dict[str, list[int]] = defaultdict(list)
+    for k, (ui, _) in enumerate(stays):
+        stays_at[sets.units[ui].host].append(k)
+    held_at: dict[str, list[Workload]] = defaultdict(list)
+    for wid, (gid, _) in fixed_at.items():
+        held_at[instance.gpu(gid).host].append(instance.workload(wid))
     for h in instance.hosts:
         for cap, attr, cons in ((h.cpu, "cpu", m.eq6_cpu), (h.ram_gb, "ram_gb", m.eq7_ram)):
             if cap is None:
                 continue
             held_amount = sum(getattr(w, attr) for w in held_at[h.id])
-            if stay:
-                held_amount += sum(getattr(w, attr) for gid in h.gpus for w in movable_on[gid])
+            if sets.stay:
+                held_amount += sum(getattr(w, attr) for gid in h.gpus for w in sets.movable_on[gid])
             need: list[tuple[float, pyo.Var]] = [
-                (getattr(shapes[items[k][0]].example, attr), m.X[k]) for k in items_at[h.id]
+                (getattr(sets.shapes[items[k][0]].example, attr), m.X[k]) for k in items_at[h.id]
             ]
             need += [(getattr(instance.workload(stays[k][1][0]), attr), m.K[k]) for k in stays_at[h.id]]
             need = [(a, v) for a, v in need if a > 0]
             if need:
                 cons.add(sum(a * v for a, v in need) <= cap - held_amount)
 
-    # Eq. 5: leavers landing on their own host cost 2 delta, elsewhere 4 delta
-    z_keys: list[tuple[int, float, str]] = []
-    leavers_of: dict[tuple[int, float, str], list[int]] = defaultdict(list)
-    if mode == "detailed":
-        for k, (ui, ms) in enumerate(stays):
-            first_w = instance.workload(ms[0])
-            leavers_of[
-                index[placement_key(instance, first_w)], first_w.migration_weight, units[ui].host
-            ].append(k)
-        hosts_of_shape = {(c, host) for c, host, _ in items}
-        z_keys = [key for key in leavers_of if key[1] > 0 and (key[0], key[2]) in hosts_of_shape]
+
+def _eq5_same_host_leavers(m: pyo.ConcreteModel, sets: _Sets) -> list[tuple[int, float, str]]:
+    """Eq. 5, ``Z``: leavers that land on their own host (2 delta, not 4); returns Z's keys."""
+    stays = sets.stays
+    leavers_of: dict[tuple[int, float, str], list[int]] = defaultdict(list)  # -> stayer classes
+    for k, (ui, members) in enumerate(stays):
+        first = sets.instance.workload(members[0])
+        leavers_of[sets.shape_of[members[0]], first.migration_weight, sets.units[ui].host].append(k)
+    hosts_of_shape = {(c, host) for c, host, _ in sets.items}
+    z_keys = [key for key in leavers_of if key[1] > 0 and (key[0], key[2]) in hosts_of_shape]
     m.Z = pyo.Var(
         z_keys,
         domain=pyo.NonNegativeIntegers,
@@ -715,78 +823,87 @@ def build_config(
     )
     m.eq5_same_host_leavers = pyo.ConstraintList()
     m.eq5_same_host_slots = pyo.ConstraintList()
+    items_on: dict[tuple[int, str], list[int]] = defaultdict(list)  # (shape, host) -> items
+    for k, (c, host, _) in enumerate(sets.items):
+        items_on[c, host].append(k)
     by_shape_host: dict[tuple[int, str], list[tuple[int, float, str]]] = defaultdict(list)
     for zk in z_keys:
         m.eq5_same_host_leavers.add(m.Z[zk] <= sum(len(stays[k][1]) - m.K[k] for k in leavers_of[zk]))
         by_shape_host[zk[0], zk[2]].append(zk)
     for (c, host), zks in by_shape_host.items():
         m.eq5_same_host_slots.add(sum(m.Z[zk] for zk in zks) <= sum(m.X[k] for k in items_on[c, host]))
+    return z_keys
 
-    # identical empty hosts: used in order, the most active GPUs first (a placement is permuted
-    # to this order by ConfigModel.warm_start)
+
+def _symmetry_identical_hosts(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """``symmetry``: identical empty hosts are used in order, the one with most active GPUs first."""
+    # a placement is permuted to this order by ConfigModel.warm_start
     m.symmetry = pyo.ConstraintList()
-    for cls in host_classes(instance):
-        busy = [sum(active[k] for k in gpus_on[h]) for h in cls.members]
+    for cls in host_classes(sets.instance):
+        busy = [sum(_active(m, sets, k) for k in sets.units_on[h]) for h in cls.members]
         for a, b in zip(range(len(busy)), range(1, len(busy)), strict=False):
             m.symmetry.add(m.PHI[cls.members[a]] >= m.PHI[cls.members[b]])
-            if gpus_on[cls.members[a]]:
+            if sets.units_on[cls.members[a]]:
                 m.symmetry.add(busy[a] >= busy[b])
 
-    # objectives (GRMU Eqs. 3-5)
+
+# --- the objectives (models/grmu.md, Objectives)
+
+
+def _eq3_eq5_objectives(
+    m: pyo.ConcreteModel, sets: _Sets, z_keys: list[tuple[int, float, str]]
+) -> frozenset[str]:
+    """Eqs. 3-5, restarts and the budget's measures as ``m.obj_expr``; returns those that are lower bounds."""
+    instance, mode = sets.instance, sets.mode
     acceptance = sum(w.weight for w in instance.running) + sum(
-        instance.workload(members[0]).weight * m.A[k] for k, (_, members) in enumerate(accept)
+        instance.workload(members[0]).weight * m.A[k] for k, (_, members) in enumerate(sets.accept)
     )
-    hardware = sum(h.weight * (m.PHI[h.id] + sum(active[k] for k in gpus_on[h.id])) for h in instance.hosts)
-    exprs = {"acceptance": acceptance, "hardware": hardware}
+    hardware = sum(
+        h.weight * (m.PHI[h.id] + sum(_active(m, sets, k) for k in sets.units_on[h.id]))
+        for h in instance.hosts
+    )
+    exprs: dict[str, Any] = {"acceptance": acceptance, "hardware": hardware}
     if mode == "detailed":
-        exprs["migrations"] = sum(
-            4 * instance.workload(ms[0]).migration_weight * (len(ms) - m.K[k])
-            for k, (_, ms) in enumerate(stays)
-        ) - sum(2 * key[1] * m.Z[key] for key in z_keys)
-        # restarts and the budget's measures, of the leavers only: start changes on a GPU are
-        # decided by the decoding, so these are lower bounds (``relaxed``)
-        leaving = [(instance.workload(ms[0]), len(ms) - m.K[k]) for k, (_, ms) in enumerate(stays)]
-        exprs["restarts"] = sum(w.migration_weight * n for w, n in leaving)
-        exprs["restarted"] = sum(n for _, n in leaving)
-        exprs["moved_memory_gb"] = sum(leaver_memory(instance, w)[0] * n for w, n in leaving)
+        exprs.update(_eq5_leavers_moved(m, sets, z_keys))
     elif mode == "restricted":
-        exprs["migrations"] = 0.0
-        exprs.update(restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
+        exprs.update(migrations=0.0, restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
     elif mode == "keep":
-        # a GPU's stayers off their own starts (exact for the placements that keep every
-        # running workload on its GPU)
-        moved = [(cost, m.N[k, c]) for k, u in enumerate(units) for c, cost in enumerate(u.costs) if cost[1]]
-        exprs["migrations"] = 0.0
-        exprs["restarts"] = sum(cost[0] * n for cost, n in moved)
-        exprs["restarted"] = sum(cost[1] * n for cost, n in moved)
-        exprs["moved_memory_gb"] = 0.0
+        exprs.update(_keep_restarts(m, sets))
     relaxed = frozenset(
         n for n in ("restarts", "restarted", "moved_memory_gb") if n in exprs and mode != "keep"
     )
-    if not any(s.running for s in shapes):  # every running workload held in place: nothing moves
+    if not any(s.running for s in sets.shapes):  # every running workload held in place: nothing moves
         exprs.update(migrations=0.0, restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
         relaxed = frozenset()
-    objectives = tuple(n for n in exprs if n in OBJECTIVES)
     m.obj_expr = pyo.Expression(list(exprs), rule=lambda _m, name: exprs[name])
-    stats = {
-        "variables": m.nvariables(),
-        "constraints": m.nconstraints(),
-        "shapes": len(shapes),
-        "units": len(units),
-        "configurations": sum(len(u.configs) for u in units),
+    return relaxed
+
+
+def _eq5_leavers_moved(
+    m: pyo.ConcreteModel, sets: _Sets, z_keys: list[tuple[int, float, str]]
+) -> dict[str, Any]:
+    """Eq. 5 (4 delta a leaver, 2 delta back per Z), and restarts and measures of the leavers only."""
+    instance, stays = sets.instance, sets.stays
+    migrations = sum(
+        4 * instance.workload(ms[0]).migration_weight * (len(ms) - m.K[k]) for k, (_, ms) in enumerate(stays)
+    ) - sum(2 * key[1] * m.Z[key] for key in z_keys)
+    # start changes on a GPU are decided by the decoding, so these are lower bounds (``relaxed``)
+    leaving = [(instance.workload(ms[0]), len(ms) - m.K[k]) for k, (_, ms) in enumerate(stays)]
+    return {
+        "migrations": migrations,
+        "restarts": sum(w.migration_weight * n for w, n in leaving),
+        "restarted": sum(n for _, n in leaving),
+        "moved_memory_gb": sum(leaver_memory(instance, w)[0] * n for w, n in leaving),
     }
-    return ConfigModel(
-        instance,
-        mode,
-        m,
-        shapes,
-        units,
-        items,
-        stays,
-        accept,
-        fixed_at,
-        profile_of,
-        objectives,
-        stats,
-        relaxed,
-    )
+
+
+def _keep_restarts(m: pyo.ConcreteModel, sets: _Sets) -> dict[str, Any]:
+    """The keep variant's restarts: per chosen configuration, its GPU's stayers off their own starts."""
+    # exact for the placements that keep every running workload on its GPU
+    moved = [(cost, m.N[k, c]) for k, u in enumerate(sets.units) for c, cost in enumerate(u.costs) if cost[1]]
+    return {
+        "migrations": 0.0,
+        "restarts": sum(cost[0] * n for cost, n in moved),
+        "restarted": sum(cost[1] * n for cost, n in moved),
+        "moved_memory_gb": 0.0,
+    }
