@@ -24,11 +24,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
-from mipopt.exact.preprocess import Shape, fixed_ids, gpu_classes, home_gpu, movable_shapes, open_placements
+from mipopt.exact.preprocess import (
+    GpuCandidates,
+    Shape,
+    fixed_ids,
+    gpu_classes,
+    home_gpu,
+    movable_shapes,
+    open_placements,
+)
 from mipopt.instance import Instance, Workload
 
 #: The objectives of every model (GRMU Eqs. 3-5 and restarts, ``docs/formats.md``).
@@ -219,14 +228,64 @@ def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotM
     """
     ids = fixed_ids(instance, fixed)
     fixed_at = {wid: at for wid, at in instance.current_placement().items() if wid in ids}
-    gpus = open_placements(instance, ids)
+    sets = _sets(instance, ids)
     m = pyo.ConcreteModel(name=f"grmu[{instance.name}]")
+    _variables(m, sets)
+    terms = _terms(m, sets)
+    _eq8_eq11_pool(m, sets, terms)
+    _eq9_stay_once(m, sets)
+    _eq12_eq16_eq20_slot_clique(m, sets, terms)
+    _compute_cap(m, sets, terms)
+    _media_once(m, sets, terms)
+    _profile_max(m, sets, terms)
+    _eq6_eq7_host_cpu_ram(m, sets, terms, fixed_at)
+    _eq19_host_on(m, instance)
+    _symmetry_identical_gpus(m, instance, terms)
+    z_keys = _eq5_same_host_leavers(m, sets, terms)
+    relaxed = _eq3_eq5_objectives(m, sets, terms, z_keys)
+    stats = {
+        "variables": m.nvariables(),
+        "constraints": m.nconstraints(),
+        "shapes": len(sets.shapes),
+        "pool_slots": len(sets.pool),
+        "stays": len(sets.stays),
+    }
+    return SlotModel(
+        instance, m, sets.shapes, sets.pool, sets.stays, sets.accept, fixed_at, stats, relaxed=relaxed
+    )
 
-    shapes, _ = movable_shapes(instance, ids)  # in order of first appearance
 
-    # X: pool slots (shape, GPU, start); S: a running workload at a start of its own GPU
+# --- the index sets and variables (models/grmu-slots.md, Sets and Variables)
+
+
+@dataclass
+class _Sets:
+    """The index sets that the slot model's rows share (``models/grmu-slots.md``, Sets)."""
+
+    instance: Instance
+    gpus: tuple[GpuCandidates, ...]  # the open (profile, start) pairs per GPU
+    shapes: list[Shape]  # in order of first appearance
+    pool: list[tuple[int, str, int]]  # X[k]: (shape, GPU, start)
+    pool_profile: list[int]  # X[k]: the profile index on its GPU's model
+    stays: list[tuple[str, int]]  # S[k]: (running workload, start on its own GPU)
+    stay_profile: list[int]  # S[k]: the profile index on its GPU's model
+    stays_of: dict[str, list[int]]  # running workload -> its S
+    accept: list[tuple[int, tuple[str, ...]]]  # A[k]: (shape, new workloads of one weight)
+
+
+@dataclass
+class _Terms:
+    """Every placement term on a GPU and what a running workload's leaving is, once X and S exist."""
+
+    on_gpu: dict[str, list[tuple[Any, Workload, int, int]]]  # (X or S, workload, profile index, start)
+    gone: dict[str, Any]  # movable running workload -> 1 - its S
+
+
+def _sets(instance: Instance, ids: frozenset[str]) -> _Sets:
+    """X: pool slots (shape, GPU, start); S: a running workload at a start of its own GPU; A."""
+    gpus = open_placements(instance, ids)
+    shapes, _ = movable_shapes(instance, ids)
     pool: list[tuple[int, str, int]] = []
-    pool_size: list[int] = []
     pool_profile: list[int] = []
     for g in gpus:
         for c, shape in enumerate(shapes):
@@ -236,7 +295,6 @@ def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotM
             p = g.model.profiles.index(profile)
             for s in g.starts(p):
                 pool.append((c, g.gpu, s))
-                pool_size.append(profile.memory_slots)
                 pool_profile.append(p)
     open_by_gpu = {g.gpu: g for g in gpus}
     stays: list[tuple[str, int]] = []
@@ -250,75 +308,118 @@ def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotM
             assert at is not None
             stays.extend((wid, s) for s in home.starts(at))
             stay_profile.extend(at for _ in home.starts(at))
+    stays_of: dict[str, list[int]] = defaultdict(list)
+    for k, (wid, _) in enumerate(stays):
+        stays_of[wid].append(k)
     accept = [(c, tuple(ws)) for c, shape in enumerate(shapes) for ws in shape.new.values()]
+    return _Sets(instance, gpus, shapes, pool, pool_profile, stays, stay_profile, stays_of, accept)
 
-    m.X = pyo.Var(range(len(pool)), domain=pyo.Binary)
-    m.S = pyo.Var(range(len(stays)), domain=pyo.Binary)
+
+def _variables(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """Eq. 26 as the slot model has it: X, S, A, U and PHI; U fixed to 1 where a fixed workload sits."""
+    instance, accept = sets.instance, sets.accept
+    m.X = pyo.Var(range(len(sets.pool)), domain=pyo.Binary)
+    m.S = pyo.Var(range(len(sets.stays)), domain=pyo.Binary)
     m.A = pyo.Var(
         range(len(accept)), domain=pyo.NonNegativeIntegers, bounds=lambda _m, k: (0, len(accept[k][1]))
     )
     m.U = pyo.Var([g.id for g in instance.gpus], domain=pyo.Binary)
     m.PHI = pyo.Var([h.id for h in instance.hosts], domain=pyo.Binary)
+    for g in sets.gpus:
+        if g.fixed.workloads:
+            m.U[g.gpu].fix(1)
 
-    # every placement term on a GPU: (variable, shape's workload, profile index, start)
-    on_gpu: dict[str, list[tuple[pyo.Var, Workload, int, int]]] = defaultdict(list)
-    for k, (c, gpu_id, s) in enumerate(pool):
-        on_gpu[gpu_id].append((m.X[k], shapes[c].example, pool_profile[k], s))
-    stays_of: dict[str, list[int]] = defaultdict(list)
-    for k, (wid, s) in enumerate(stays):
+
+def _terms(m: pyo.ConcreteModel, sets: _Sets) -> _Terms:
+    """Every placement term on a GPU (X and S) and gone_w = 1 - sum of S of each running workload."""
+    instance = sets.instance
+    on_gpu: dict[str, list[tuple[Any, Workload, int, int]]] = defaultdict(list)
+    for k, (c, gpu_id, s) in enumerate(sets.pool):
+        on_gpu[gpu_id].append((m.X[k], sets.shapes[c].example, sets.pool_profile[k], s))
+    for k, (wid, s) in enumerate(sets.stays):
         w = instance.workload(wid)
-        on_gpu[w.placement.gpu].append((m.S[k], w, stay_profile[k], s))  # type: ignore[union-attr]
-        stays_of[wid].append(k)
-    gone = {wid: 1 - sum(m.S[k] for k in stays_of[wid]) for shape in shapes for wid in shape.running}
+        on_gpu[w.placement.gpu].append((m.S[k], w, sets.stay_profile[k], s))  # type: ignore[union-attr]
+    gone = {
+        wid: 1 - sum(m.S[k] for k in sets.stays_of[wid]) for shape in sets.shapes for wid in shape.running
+    }
+    return _Terms(on_gpu, gone)
 
-    # Eqs. 8-11, per shape: the pool's slots are the accepted new workloads plus the leavers
+
+# --- the rows, one function per family (models/grmu-slots.md, Constraints)
+
+
+def _eq8_eq11_pool(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> None:
+    """Eqs. 8-11, ``eq8_pool``: per shape, the pool's slots are the accepted new workloads and the leavers."""
     m.eq8_pool = pyo.ConstraintList()
     slots_of: dict[int, list[int]] = defaultdict(list)
-    for k, (c, _, _) in enumerate(pool):
+    for k, (c, _, _) in enumerate(sets.pool):
         slots_of[c].append(k)
-    for c, shape in enumerate(shapes):
-        supply = sum(m.A[k] for k, (cc, _) in enumerate(accept) if cc == c) + sum(
-            gone[w] for w in shape.running
+    for c, shape in enumerate(sets.shapes):
+        supply = sum(m.A[k] for k, (cc, _) in enumerate(sets.accept) if cc == c) + sum(
+            terms.gone[w] for w in shape.running
         )
         m.eq8_pool.add(sum(m.X[k] for k in slots_of[c]) == supply)
+
+
+def _eq9_stay_once(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """Eq. 9, ``eq8_stay_once``: a running workload stays at one start of its own GPU at most."""
     m.eq8_stay_once = pyo.ConstraintList()
-    for ks in stays_of.values():
+    for ks in sets.stays_of.values():
         if len(ks) > 1:
             m.eq8_stay_once.add(sum(m.S[k] for k in ks) <= 1)
 
-    # Eqs. 12-16 and 20 replaced: one instance per memory slot, only on an active GPU;
-    # one media-engine set per GPU; per-profile maxima where the slots alone do not enforce them
+
+def _eq12_eq16_eq20_slot_clique(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> None:
+    """Eqs. 12-16 and 20 replaced, ``slot_clique``: one instance per memory slot, only on an active GPU."""
     m.slot_clique = pyo.ConstraintList()
-    m.compute_cap = pyo.ConstraintList()
-    m.media_once = pyo.ConstraintList()
-    m.profile_max = pyo.ConstraintList()
-    for g in gpus:
-        terms = on_gpu.get(g.gpu, [])
-        if g.fixed.workloads:
-            m.U[g.gpu].fix(1)
+    for g in sets.gpus:
+        on = terms.on_gpu.get(g.gpu, [])
         for slot in range(g.model.slots):
-            covering = [v for v, _, p, s in terms if s <= slot < s + g.model.profiles[p].memory_slots]
+            covering = [v for v, _, p, s in on if s <= slot < s + g.model.profiles[p].memory_slots]
             if covering:
                 m.slot_clique.add(sum(covering) <= m.U[g.gpu])
-        # compute slices (7 on 8 memory slots): valid for integers, cuts the LP's fractional GPUs
+
+
+def _compute_cap(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> None:
+    """``compute_cap`` (a valid inequality): an active GPU's compute slices, where they can bind."""
+    # 7 compute slices on 8 memory slots: valid for integers, cuts the LP's fractional GPUs
+    m.compute_cap = pyo.ConstraintList()
+    for g in sets.gpus:
         fixed_compute = sum(n * g.model.profiles[p].compute for p, n in enumerate(g.fixed.counts))
-        compute = [(v, g.model.profiles[p].compute) for v, _, p, _ in terms]
+        compute = [(v, g.model.profiles[p].compute) for v, _, p, _ in terms.on_gpu.get(g.gpu, [])]
         if sum(c for _, c in compute) > g.model.compute_slices - fixed_compute:
             m.compute_cap.add(
                 sum(c * v for v, c in compute) <= (g.model.compute_slices - fixed_compute) * m.U[g.gpu]
             )
-        media = [v for v, _, p, _ in terms if g.model.profiles[p].media_extension]
+
+
+def _media_once(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> None:
+    """``media_once`` (a hardware fact): one media-engine (``+me``) instance per GPU."""
+    m.media_once = pyo.ConstraintList()
+    for g in sets.gpus:
+        media = [v for v, _, p, _ in terms.on_gpu.get(g.gpu, []) if g.model.profiles[p].media_extension]
         if len(media) > 1:
             m.media_once.add(sum(media) <= 1)
-        by_profile: dict[int, list[tuple[pyo.Var, int]]] = defaultdict(list)
-        for v, _, p, s in terms:
+
+
+def _profile_max(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> None:
+    """``profile_max`` (a hardware fact): a profile's maximum count per GPU, where slots allow more."""
+    m.profile_max = pyo.ConstraintList()
+    for g in sets.gpus:
+        by_profile: dict[int, list[tuple[Any, int]]] = defaultdict(list)
+        for v, _, p, s in terms.on_gpu.get(g.gpu, []):
             by_profile[p].append((v, s))
         for p, vs in by_profile.items():
             room = g.model.profiles[p].max_instances - g.fixed.counts[p]
             if room < len({s for _, s in vs}):
                 m.profile_max.add(sum(v for v, _ in vs) <= room)
 
-    # Eqs. 6-7: host cpu and ram, net of the fixed workloads
+
+def _eq6_eq7_host_cpu_ram(
+    m: pyo.ConcreteModel, sets: _Sets, terms: _Terms, fixed_at: dict[str, tuple[str, int]]
+) -> None:
+    """Eqs. 6-7, ``eq6_cpu`` and ``eq7_ram``: host cpu and ram net of the fixed workloads, where they bind."""
+    instance = sets.instance
     m.eq6_cpu = pyo.ConstraintList()
     m.eq7_ram = pyo.ConstraintList()
     held: dict[tuple[str, str], float] = defaultdict(float)
@@ -326,7 +427,7 @@ def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotM
         for attr in ("cpu", "ram_gb"):
             held[instance.gpu(gpu_id).host, attr] += getattr(instance.workload(wid), attr)
     for h in instance.hosts:
-        on_host = [(v, w) for gpu_id in h.gpus for v, w, _, _ in on_gpu.get(gpu_id, [])]
+        on_host = [(v, w) for gpu_id in h.gpus for v, w, _, _ in terms.on_gpu.get(gpu_id, [])]
         for cap, attr, cons in ((h.cpu, "cpu", m.eq6_cpu), (h.ram_gb, "ram_gb", m.eq7_ram)):
             if cap is None:
                 continue
@@ -335,44 +436,64 @@ def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotM
             if need and sum(a for _, a in need) > left:
                 cons.add(sum(a * v for v, a in need) <= left)
 
-    # Eq. 19: a GPU is active only on an active host
+
+def _eq19_host_on(m: pyo.ConcreteModel, instance: Instance) -> None:
+    """Eq. 19, ``eq19_host_on``: a GPU is active only on an active host."""
     m.eq19_host_on = pyo.ConstraintList()
     for gpu in instance.gpus:
         m.eq19_host_on.add(m.U[gpu.id] <= m.PHI[gpu.host])
 
-    # identical empty GPUs of one host: use them in order, fullest first
+
+def _symmetry_identical_gpus(m: pyo.ConcreteModel, instance: Instance, terms: _Terms) -> None:
+    """``symmetry``: identical empty GPUs of one host are used in order, the fullest first."""
     m.symmetry = pyo.ConstraintList()
     for cls in gpu_classes(instance):
         model = instance.gpu(cls.members[0]).model
-        used = [sum(v * model.profiles[p].memory_slots for v, _, p, _ in on_gpu[g]) for g in cls.members]
+        used = [
+            sum(v * model.profiles[p].memory_slots for v, _, p, _ in terms.on_gpu[g]) for g in cls.members
+        ]
         for a, b in zip(range(len(used)), range(1, len(used)), strict=False):
             m.symmetry.add(m.U[cls.members[a]] >= m.U[cls.members[b]])
-            if on_gpu[cls.members[a]]:
+            if terms.on_gpu[cls.members[a]]:
                 m.symmetry.add(used[a] >= used[b])
 
-    # Eq. 5: a leaver lands on its own host (2 delta) or elsewhere (4 delta); Z counts the former
+
+def _eq5_same_host_leavers(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> list[tuple[int, float, str]]:
+    """Eq. 5, ``Z``: leavers that land on their own host (2 delta, not 4); returns Z's keys."""
+    instance = sets.instance
     host_slots: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for k, (c, gpu_id, _) in enumerate(pool):
+    for k, (c, gpu_id, _) in enumerate(sets.pool):
         host_slots[c, instance.gpu(gpu_id).host].append(k)
     leavers: dict[tuple[int, float, str], list[str]] = defaultdict(list)
-    for c, shape in enumerate(shapes):
+    for c, shape in enumerate(sets.shapes):
         for wid in shape.running:
             w = instance.workload(wid)
-            leavers[c, w.migration_weight, instance.gpu(w.placement.gpu).host].append(wid)  # type: ignore[union-attr]
+            assert w.placement is not None
+            leavers[c, w.migration_weight, instance.gpu(w.placement.gpu).host].append(wid)
     z_keys = [key for key in leavers if key[1] > 0 and host_slots.get((key[0], key[2]))]
     m.Z = pyo.Var(z_keys, domain=pyo.NonNegativeIntegers, bounds=lambda _m, *key: (0, len(leavers[key])))
     m.eq5_same_host_leavers = pyo.ConstraintList()
     m.eq5_same_host_slots = pyo.ConstraintList()
     by_shape_host: dict[tuple[int, str], list[tuple[int, float, str]]] = defaultdict(list)
     for key in z_keys:
-        m.eq5_same_host_leavers.add(m.Z[key] <= sum(gone[w] for w in leavers[key]))
+        m.eq5_same_host_leavers.add(m.Z[key] <= sum(terms.gone[w] for w in leavers[key]))
         by_shape_host[key[0], key[2]].append(key)
     for (c, host), keys in by_shape_host.items():
         m.eq5_same_host_slots.add(sum(m.Z[key] for key in keys) <= sum(m.X[k] for k in host_slots[c, host]))
+    return z_keys
 
-    # objectives (GRMU Eqs. 3-5), constants of the always-placed running workloads included
+
+# --- the objectives (models/grmu-slots.md, Objectives)
+
+
+def _eq3_eq5_objectives(
+    m: pyo.ConcreteModel, sets: _Sets, terms: _Terms, z_keys: list[tuple[int, float, str]]
+) -> frozenset[str]:
+    """Eqs. 3-5, restarts and the budget's measures as ``m.obj_expr``; returns those that are lower bounds."""
+    # constants of the always-placed running workloads included
+    instance, gone = sets.instance, terms.gone
     acceptance = sum(w.weight for w in instance.running) + sum(
-        instance.workload(members[0]).weight * m.A[k] for k, (_, members) in enumerate(accept)
+        instance.workload(members[0]).weight * m.A[k] for k, (_, members) in enumerate(sets.accept)
     )
     hardware = sum(h.weight * (m.PHI[h.id] + sum(m.U[g] for g in h.gpus)) for h in instance.hosts)
     migrations = sum(4 * instance.workload(w).migration_weight * gone[w] for w in gone) - sum(
@@ -381,7 +502,11 @@ def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotM
     # restarts: a running workload that leaves its GPU, or takes another start on it
     moved = {
         wid: gone[wid]
-        + sum(m.S[k] for k in stays_of[wid] if stays[k][1] != instance.workload(wid).placement.start)  # type: ignore[union-attr]
+        + sum(
+            m.S[k]
+            for k in sets.stays_of[wid]
+            if sets.stays[k][1] != instance.workload(wid).placement.start  # type: ignore[union-attr]
+        )
         for wid in gone
     }
     memory = {wid: leaver_memory(instance, instance.workload(wid)) for wid in gone}
@@ -394,15 +519,7 @@ def build_slots(instance: Instance, fixed: Iterable[str] | None = None) -> SlotM
         "moved_memory_gb": sum(memory[w][0] * gone[w] for w in gone),
     }
     m.obj_expr = pyo.Expression(list(exprs), rule=lambda _m, name: exprs[name])
-    relaxed = frozenset({"moved_memory_gb"} if any(lo != hi for lo, hi in memory.values()) else ())
-    stats = {
-        "variables": m.nvariables(),
-        "constraints": m.nconstraints(),
-        "shapes": len(shapes),
-        "pool_slots": len(pool),
-        "stays": len(stays),
-    }
-    return SlotModel(instance, m, shapes, pool, stays, accept, fixed_at, stats, relaxed=relaxed)
+    return frozenset({"moved_memory_gb"} if any(lo != hi for lo, hi in memory.values()) else ())
 
 
 def leaver_memory(instance: Instance, w: Workload) -> tuple[float, float]:
