@@ -28,7 +28,7 @@ import pyomo.environ as pyo
 
 from mipopt.catalog import Profile
 from mipopt.exact.models.grmu_slots import OBJECTIVES
-from mipopt.instance import Instance
+from mipopt.instance import Host, Instance, Workload
 
 __all__ = ["OBJECTIVES", "GrmuPaperModel", "build_grmu_paper"]
 
@@ -150,7 +150,66 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
     -------
     GrmuPaperModel
     """
-    inst = instance
+    p = _parameters(instance, big_m)
+    mdl = pyo.ConcreteModel(name=f"grmu-paper[{instance.name}]")
+    _index_sets(mdl, p)
+    _eq26_variables(mdl, p)
+    _eq6_eq7_host_cpu_ram(mdl, p)
+    _eq8_eq11_one_host_one_gpu(mdl, p)
+    _running_kept(mdl, p)
+    _eq12_eq13_order(mdl, p)
+    _eq14_eq15_start_multiple(mdl, p)
+    _start_choice(mdl, p)
+    _eq16_last_start(mdl, p)
+    _eq17_eq18_characteristic(mdl, p)
+    _media_once(mdl, p)
+    _profile_max(mdl, p)
+    _eq19_eq21_powered_on(mdl, p)
+    _host_off(mdl, p)
+    _eq22_eq23_host_changed(mdl, p)
+    _eq24_eq25_gpu_changed(mdl, p)
+    _pinned_fixed(mdl, p)
+    exprs = _eq3_eq5_objectives(mdl, p)
+    exprs.update(_restarts(mdl, p))
+    mdl.obj_expr = pyo.Expression(list(exprs), rule=lambda _, name: exprs[name])
+    stats = {
+        "variables": mdl.nvariables(),
+        "constraints": mdl.nconstraints(),
+        "binaries": sum(1 for v in mdl.component_data_objects(pyo.Var) if v.is_binary()),
+        "alpha": len(mdl.PAIRS),
+        "big_m": p.big_m,
+    }
+    return GrmuPaperModel(instance, mdl, p.big_m, p.g, p.s, p.regular, p.x_prev, p.y_prev, stats)
+
+
+# --- the paper's parameters (Tables 4-5) and sets
+
+
+@dataclass
+class _Parameters:
+    """The paper's parameters (Tables 4-5) and the index maps that the rows share."""
+
+    instance: Instance
+    host_of: dict[str, str]  # GPU -> host
+    hosts: dict[str, Host]
+    work: dict[str, Workload]
+    current: dict[str, tuple[str, int]]  # running workload -> (GPU, start)
+    gpus_of: dict[str, list[str]]  # host -> its GPUs (P_j)
+    profile: dict[tuple[str, str], Profile]  # (workload, GPU) -> profile, where it may go
+    g: dict[tuple[str, str], int]  # memory slots
+    s: dict[tuple[str, str], int]  # last legal start
+    regular: set[tuple[str, str]]  # legal starts are the multiples of g up to s
+    irregular: list[tuple[str, str, str]]  # (i, j, k) that choose a start with lam
+    H: dict[str, int]  # H_jk, per GPU
+    h: dict[tuple[str, str], int]  # h_i, per (workload, GPU)
+    beta_max: dict[str, int]
+    big_m: int  # B
+    x_prev: dict[tuple[str, str], int]  # x'_ij
+    y_prev: dict[tuple[str, str, str], int]  # y'_ijk
+
+
+def _parameters(inst: Instance, big_m: int | None) -> _Parameters:
+    """Tables 4-5 per (workload, GPU), the codes H and h, B and the current placement x', y'."""
     gpus = inst.gpus
     host_of = {gpu.id: gpu.host for gpu in gpus}
     hosts = {h.id: h for h in inst.hosts}
@@ -167,22 +226,7 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
     g = {key: p.memory_slots for key, p in profile.items()}
     s = {key: max(p.starts) for key, p in profile.items()}
     regular = {key for key, p in profile.items() if set(p.starts) == set(range(0, s[key] + 1, g[key]))}
-
-    # H_jk: a code per GPU model (Table 5's 100 for A100 is one such code). h_i: the code of
-    # the one model workload i may use; a workload allowed on several models (or none) gets,
-    # per GPU, H_jk where it may run and 0 where not: one number cannot name a set of models.
-    code: dict[str, int] = {}
-    for gpu in gpus:
-        code.setdefault(gpu.model.name, len(code) + 1)
-    H = {gpu.id: code[gpu.model.name] for gpu in gpus}
-    h: dict[tuple[str, str], int] = {}
-    for w in inst.workloads:
-        usable = {H[gpu.id] for gpu in gpus if (w.id, gpu.id) in profile}
-        for gpu in gpus:
-            if len(usable) == 1:
-                h[w.id, gpu.id] = next(iter(usable))
-            else:
-                h[w.id, gpu.id] = H[gpu.id] if (w.id, gpu.id) in profile else 0
+    H, h = _characteristics(inst, profile)
 
     # B, the smallest single constant valid everywhere (models/grmu-paper.md, "Big-M"):
     # Eqs. 12-13 need the largest GPU's slot count, Eq. 15 with i absent needs g_ik beta_i,
@@ -197,12 +241,58 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
             *(abs(h[key] - H[key[1]]) for key in h),
         ]
     )
-    B = smallest if big_m is None else big_m
 
-    mdl = pyo.ConcreteModel(name=f"grmu-paper[{inst.name}]")
-    mdl.N = pyo.Set(initialize=[w.id for w in inst.workloads], ordered=True)
+    return _Parameters(
+        inst,
+        host_of,
+        hosts,
+        work,
+        current,
+        {j: [gpu.id for gpu in gpus if gpu.host == j] for j in hosts},
+        profile,
+        g,
+        s,
+        regular,
+        [(i, host_of[k], k) for i in work for k in host_of if (i, k) in profile and (i, k) not in regular],
+        H,
+        h,
+        beta_max,
+        smallest if big_m is None else big_m,
+        # parameters x', y' (Table 4): the current placement
+        {(i, j): int(i in current and host_of[current[i][0]] == j) for i in work for j in hosts},
+        {(i, host_of[k], k): int(i in current and current[i][0] == k) for i in work for k in host_of},
+    )
+
+
+def _characteristics(
+    inst: Instance, profile: dict[tuple[str, str], Profile]
+) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """H_jk per GPU and h_i per (workload, GPU) of Eqs. 17-18."""
+    # H_jk: a code per GPU model (Table 5's 100 for A100 is one such code). h_i: the code of
+    # the one model workload i may use; a workload allowed on several models (or none) gets,
+    # per GPU, H_jk where it may run and 0 where not: one number cannot name a set of models.
+    gpus = inst.gpus
+    code: dict[str, int] = {}
+    for gpu in gpus:
+        code.setdefault(gpu.model.name, len(code) + 1)
+    H = {gpu.id: code[gpu.model.name] for gpu in gpus}
+    h: dict[tuple[str, str], int] = {}
+    for w in inst.workloads:
+        usable = {H[gpu.id] for gpu in gpus if (w.id, gpu.id) in profile}
+        for gpu in gpus:
+            if len(usable) == 1:
+                h[w.id, gpu.id] = next(iter(usable))
+            else:
+                h[w.id, gpu.id] = H[gpu.id] if (w.id, gpu.id) in profile else 0
+    return H, h
+
+
+def _index_sets(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """The paper's sets: workloads N, hosts M, GPUs (j, k), and the pairs and triples of the rows."""
+    work, hosts, host_of = p.work, p.hosts, p.host_of
+    mdl.N = pyo.Set(initialize=list(work), ordered=True)
     mdl.M = pyo.Set(initialize=list(hosts), ordered=True)
-    mdl.JK = pyo.Set(initialize=[(gpu.host, gpu.id) for gpu in gpus], dimen=2, ordered=True)
+    mdl.JK = pyo.Set(initialize=[(gpu.host, gpu.id) for gpu in p.instance.gpus], dimen=2, ordered=True)
     mdl.IJ = pyo.Set(initialize=[(i, j) for i in work for j in hosts], dimen=2, ordered=True)
     mdl.IJK = pyo.Set(initialize=[(i, host_of[k], k) for i in work for k in host_of], dimen=3, ordered=True)
     mdl.PAIRS = pyo.Set(
@@ -210,42 +300,41 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
         dimen=4,
         ordered=True,
     )
-    irregular = [(i, j, k) for i, j, k in mdl.IJK if (i, k) in profile and (i, k) not in regular]
     mdl.LAM = pyo.Set(
-        initialize=[(i, j, k, t) for i, j, k in irregular for t in profile[i, k].starts],
+        initialize=[(i, j, k, t) for i, j, k in p.irregular for t in p.profile[i, k].starts],
         dimen=4,
         ordered=True,
     )
-    gpus_of = {j: [k for jj, k in mdl.JK if jj == j] for j in hosts}
 
-    # parameters x', y' (Table 4): the current placement
-    x_prev = {(i, j): int(i in current and host_of[current[i][0]] == j) for i, j in mdl.IJ}
-    y_prev = {(i, j, k): int(i in current and current[i][0] == k) for i, j, k in mdl.IJK}
 
-    # Eq. 26, with finite bounds on z and beta so that CP-SAT accepts them
+def _eq26_variables(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eq. 26, the domains, with finite bounds on z and beta so that CP-SAT accepts them."""
+    inst = p.instance
     mdl.x = pyo.Var(mdl.IJ, domain=pyo.Binary)
     mdl.y = pyo.Var(mdl.IJK, domain=pyo.Binary)
     mdl.z = pyo.Var(
         mdl.IJK, domain=pyo.NonNegativeIntegers, bounds=lambda _, i, j, k: (0, inst.gpu(k).model.slots)
     )
     mdl.alpha = pyo.Var(mdl.PAIRS, domain=pyo.Binary)
-    mdl.beta = pyo.Var(mdl.N, domain=pyo.Integers, bounds=lambda _, i: (0, beta_max[i]))
+    mdl.beta = pyo.Var(mdl.N, domain=pyo.Integers, bounds=lambda _, i: (0, p.beta_max[i]))
     mdl.phi = pyo.Var(mdl.M, domain=pyo.Binary)
     mdl.gamma = pyo.Var(mdl.JK, domain=pyo.Binary)
     mdl.m = pyo.Var(mdl.IJ, domain=pyo.Binary)
     mdl.omega = pyo.Var(mdl.IJK, domain=pyo.Binary)
     mdl.lam = pyo.Var(mdl.LAM, domain=pyo.Binary)  # not in the paper: irregular legal starts
-    x, y, z, alpha, beta = mdl.x, mdl.y, mdl.z, mdl.alpha, mdl.beta
 
-    def size(i: str, j: str, k: str) -> Any:
-        """g_i y_ijk; g_i is 0 on a GPU without the profile (y_ijk is 0 there by Eqs. 17-18)."""
-        return g.get((i, k), 0) * y[i, j, k]
 
-    # Eqs. 6-7: host cpu and ram; None is unlimited
+# --- the rows, one function per equation or family (models/grmu-paper.md, Constraints)
+
+
+def _eq6_eq7_host_cpu_ram(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 6-7, ``eq6_cpu`` and ``eq7_ram``: host cpu and ram; None is unlimited."""
+    x, workloads = mdl.x, p.instance.workloads
+
     def capacity(attr: str) -> pyo.Constraint:
         def rule(_: Any, j: str) -> Any:
-            cap = getattr(hosts[j], attr)
-            need = [(getattr(w, attr), w.id) for w in inst.workloads if getattr(w, attr) > 0]
+            cap = getattr(p.hosts[j], attr)
+            need = [(getattr(w, attr), w.id) for w in workloads if getattr(w, attr) > 0]
             if cap is None or not need:
                 return pyo.Constraint.Skip
             return sum(a * x[i, j] for a, i in need) <= cap
@@ -255,17 +344,32 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
     mdl.eq6_cpu = capacity("cpu")
     mdl.eq7_ram = capacity("ram_gb")
 
-    # Eqs. 8-11: at most one host and one GPU, and the two agree
+
+def _eq8_eq11_one_host_one_gpu(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 8-11: at most one host and one GPU per workload, and the two agree."""
+    x, y, hosts = mdl.x, mdl.y, p.hosts
     mdl.eq8_one_host = pyo.Constraint(mdl.N, rule=lambda _, i: sum(x[i, j] for j in hosts) <= 1)
     mdl.eq9_one_gpu = pyo.Constraint(mdl.N, rule=lambda _, i: sum(y[i, j, k] for j, k in mdl.JK) <= 1)
     mdl.eq10_gpu_if_host = pyo.Constraint(
-        mdl.IJ, rule=lambda _, i, j: x[i, j] <= sum(y[i, j, k] for k in gpus_of[j])
+        mdl.IJ, rule=lambda _, i, j: x[i, j] <= sum(y[i, j, k] for k in p.gpus_of[j])
     )
     mdl.eq11_host_if_gpu = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: y[i, j, k] <= x[i, j])
-    # not in the paper: running workloads stay placed (there an eviction costs 2 delta_i)
-    mdl.running_kept = pyo.Constraint(list(current), rule=lambda _, i: sum(x[i, j] for j in hosts) == 1)
 
-    # Eqs. 12-13: no overlap, for every ordered pair on every GPU, placed there or not
+
+def _running_kept(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """``running_kept`` (not in the paper, where eviction costs 2 delta_i): running workloads stay placed."""
+    x, hosts = mdl.x, p.hosts
+    mdl.running_kept = pyo.Constraint(list(p.current), rule=lambda _, i: sum(x[i, j] for j in hosts) == 1)
+
+
+def _eq12_eq13_order(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 12-13: no overlap, for every ordered pair on every GPU, placed there or not."""
+    y, z, alpha, B = mdl.y, mdl.z, mdl.alpha, p.big_m
+
+    def size(i: str, j: str, k: str) -> Any:
+        """g_i y_ijk; g_i is 0 on a GPU without the profile (y_ijk is 0 there by Eqs. 17-18)."""
+        return p.g.get((i, k), 0) * y[i, j, k]
+
     mdl.eq12_order = pyo.Constraint(
         mdl.PAIRS,
         rule=lambda _, i, ii, j, k: z[i, j, k] + size(i, j, k) <= z[ii, j, k] + B * alpha[i, ii, j, k],
@@ -275,28 +379,41 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
         rule=lambda _, i, ii, j, k: z[ii, j, k] + size(ii, j, k) <= z[i, j, k] + B * (1 - alpha[i, ii, j, k]),
     )
 
-    # Eqs. 14-15: z = g_i beta_i when placed, where the legal starts are those multiples
-    on_grid = [(i, j, k) for i, j, k in mdl.IJK if (i, k) in regular]
+
+def _eq14_eq15_start_multiple(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 14-15: z = g_i beta_i when placed, where the legal starts are those multiples."""
+    y, z, beta, g, B = mdl.y, mdl.z, mdl.beta, p.g, p.big_m
+    on_grid = [(i, j, k) for i, j, k in mdl.IJK if (i, k) in p.regular]
     mdl.eq14_start_multiple_le = pyo.Constraint(
         on_grid, rule=lambda _, i, j, k: z[i, j, k] <= g[i, k] * beta[i] + B * (1 - y[i, j, k])
     )
     mdl.eq15_start_multiple_ge = pyo.Constraint(
         on_grid, rule=lambda _, i, j, k: -z[i, j, k] <= -g[i, k] * beta[i] + B * (1 - y[i, j, k])
     )
-    # not in the paper: any other set of legal starts (custom models) picks one with lam
+
+
+def _start_choice(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """``start_choice``, ``start_value`` (not in the paper): other legal starts, one picked with lam."""
+    y, z, lam, profile = mdl.y, mdl.z, mdl.lam, p.profile
     mdl.start_choice = pyo.Constraint(
-        irregular,
-        rule=lambda _, i, j, k: sum(mdl.lam[i, j, k, t] for t in profile[i, k].starts) == y[i, j, k],
+        p.irregular,
+        rule=lambda _, i, j, k: sum(lam[i, j, k, t] for t in profile[i, k].starts) == y[i, j, k],
     )
     mdl.start_value = pyo.Constraint(
-        irregular,
-        rule=lambda _, i, j, k: z[i, j, k] == sum(t * mdl.lam[i, j, k, t] for t in profile[i, k].starts),
+        p.irregular,
+        rule=lambda _, i, j, k: z[i, j, k] == sum(t * lam[i, j, k, t] for t in profile[i, k].starts),
     )
 
-    # Eq. 16: z at most the last legal start s_i (0 on a GPU without the profile)
-    mdl.eq16_last_start = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: z[i, j, k] <= s.get((i, k), 0))
 
-    # Eqs. 17-18: y_ijk = 1 only where h_i = H_jk
+def _eq16_last_start(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eq. 16: z at most the last legal start s_i (0 on a GPU without the profile)."""
+    z = mdl.z
+    mdl.eq16_last_start = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: z[i, j, k] <= p.s.get((i, k), 0))
+
+
+def _eq17_eq18_characteristic(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 17-18: y_ijk = 1 only where h_i = H_jk."""
+    y, h, H, B = mdl.y, p.h, p.H, p.big_m
     mdl.eq17_characteristic = pyo.Constraint(
         mdl.IJK, rule=lambda _, i, j, k: h[i, k] <= H[k] + B * (1 - y[i, j, k])
     )
@@ -304,38 +421,62 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
         mdl.IJK, rule=lambda _, i, j, k: -h[i, k] <= -H[k] + B * (1 - y[i, j, k])
     )
 
-    # not in the paper: one +me instance per GPU; per-profile maxima where the count could pass them
+
+def _media_once(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """``media_once`` (not in the paper): one ``+me`` instance per GPU, where more could go there."""
+    y, host_of = mdl.y, p.host_of
     media: dict[str, list[str]] = defaultdict(list)
-    same: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for (i, k), p in profile.items():
-        same[k, p.name].append(i)
-        if p.media_extension:
+    for (i, k), prof in p.profile.items():
+        if prof.media_extension:
             media[k].append(i)
     mdl.media_once = pyo.Constraint(
         [k for k, ids in media.items() if len(ids) > 1],
         rule=lambda _, k: sum(y[i, host_of[k], k] for i in media[k]) <= 1,
     )
-    limit = {key: profile[ids[0], key[0]].max_instances for key, ids in same.items()}
+
+
+def _profile_max(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """``profile_max`` (not in the paper): per GPU and profile, max_instances where more could go there."""
+    y, host_of = mdl.y, p.host_of
+    same: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for (i, k), prof in p.profile.items():
+        same[k, prof.name].append(i)
+    limit = {key: p.profile[ids[0], key[0]].max_instances for key, ids in same.items()}
     mdl.profile_max = pyo.Constraint(
         [key for key, ids in same.items() if len(ids) > limit[key]],
         rule=lambda _, k, name: sum(y[i, host_of[k], k] for i in same[k, name]) <= limit[k, name],
     )
 
-    # Eqs. 19-21: powered-on hosts and GPUs
+
+def _eq19_eq21_powered_on(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 19-21: a workload only on a powered-on host and GPU; a GPU is on only if something is on it."""
+    x, y, work = mdl.x, mdl.y, p.work
     mdl.eq19_host_on = pyo.Constraint(mdl.IJ, rule=lambda _, i, j: x[i, j] <= mdl.phi[j])
     mdl.eq20_gpu_on = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: y[i, j, k] <= mdl.gamma[j, k])
     mdl.eq21_gpu_off = pyo.Constraint(
         mdl.JK, rule=lambda _, j, k: mdl.gamma[j, k] <= sum(y[i, j, k] for i in work)
     )
-    # not in the paper: the host counterpart of Eq. 21, so that phi_j is 1 only on a used host
+
+
+def _host_off(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """``host_off`` (not in the paper): the host counterpart of Eq. 21, phi_j is 1 only on a used host."""
+    x, work = mdl.x, p.work
     mdl.host_off = pyo.Constraint(mdl.M, rule=lambda _, j: mdl.phi[j] <= sum(x[i, j] for i in work))
 
-    # Eqs. 22-25: m >= |x - x'| and omega >= |y - y'|; the upper halves make them equal
+
+def _eq22_eq23_host_changed(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 22-23: m >= |x - x'|; ``m_exact`` (not in the paper) makes them equal."""
+    x, x_prev = mdl.x, p.x_prev
     mdl.eq22_m_up = pyo.Constraint(mdl.IJ, rule=lambda _, i, j: x[i, j] - x_prev[i, j] <= mdl.m[i, j])
     mdl.eq23_m_down = pyo.Constraint(mdl.IJ, rule=lambda _, i, j: x_prev[i, j] - x[i, j] <= mdl.m[i, j])
     mdl.m_exact = pyo.Constraint(
         mdl.IJ, rule=lambda _, i, j: mdl.m[i, j] <= (1 - x[i, j] if x_prev[i, j] else x[i, j])
     )
+
+
+def _eq24_eq25_gpu_changed(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Eqs. 24-25: omega >= |y - y'|; ``omega_exact`` (not in the paper) makes them equal."""
+    y, y_prev = mdl.y, p.y_prev
     mdl.eq24_omega_up = pyo.Constraint(
         mdl.IJK, rule=lambda _, i, j, k: y[i, j, k] - y_prev[i, j, k] <= mdl.omega[i, j, k]
     )
@@ -347,24 +488,32 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
         rule=lambda _, i, j, k: mdl.omega[i, j, k] <= (1 - y[i, j, k] if y_prev[i, j, k] else y[i, j, k]),
     )
 
-    # pinned workloads: every placement variable fixed at the current placement
-    for w in inst.workloads:
+
+def _pinned_fixed(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """Pinned workloads (not in the paper): every placement variable fixed at the current placement."""
+    for w in p.instance.workloads:
         if not w.pinned:
             continue
-        at, start = current[w.id]
+        at, start = p.current[w.id]
         for j, k in mdl.JK:
-            y[w.id, j, k].fix(int(k == at))
-            z[w.id, j, k].fix(start if k == at else 0)
+            mdl.y[w.id, j, k].fix(int(k == at))
+            mdl.z[w.id, j, k].fix(start if k == at else 0)
         for i, j, k, t in mdl.LAM:
             if i == w.id:
                 mdl.lam[i, j, k, t].fix(int(k == at and t == start))
-        for j in hosts:
-            x[w.id, j].fix(int(host_of[at] == j))
-        beta[w.id].fix(start // g[w.id, at] if (w.id, at) in regular else 0)
+        for j in p.hosts:
+            mdl.x[w.id, j].fix(int(p.host_of[at] == j))
+        mdl.beta[w.id].fix(start // p.g[w.id, at] if (w.id, at) in p.regular else 0)
 
-    # objectives, Eqs. 3-5; delta_i = 0 for new workloads, as the paper defines it
-    delta = {i: work[i].migration_weight if i in current else 0.0 for i in work}
-    exprs = {
+
+# --- the objectives (models/grmu-paper.md, Objectives)
+
+
+def _eq3_eq5_objectives(mdl: pyo.ConcreteModel, p: _Parameters) -> dict[str, Any]:
+    """Eqs. 3-5: acceptance, hardware and migrations; delta_i = 0 for new workloads, as in the paper."""
+    x, work, hosts, gpus_of = mdl.x, p.work, p.hosts, p.gpus_of
+    delta = {i: work[i].migration_weight if i in p.current else 0.0 for i in work}
+    return {
         "acceptance": sum(work[i].weight * x[i, j] for i, j in mdl.IJ),
         "hardware": sum(
             hosts[j].weight * (mdl.phi[j] + sum(mdl.gamma[j, k] for k in gpus_of[j])) for j in hosts
@@ -375,32 +524,29 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
             if delta[i] > 0
         ),
     }
-    # not in the paper: keep_i = 1 only if running workload i ends on its GPU at its start
-    movable = [w for w in inst.workloads if w.id in current and not w.pinned]
+
+
+def _restarts(mdl: pyo.ConcreteModel, p: _Parameters) -> dict[str, Any]:
+    """Restarts and the budget's measures (not in the paper), through ``keep`` and its rows."""
+    # keep_i = 1 only if running workload i ends on its GPU at its start
+    y, z, current = mdl.y, mdl.z, p.current
+    movable = [w for w in p.instance.workloads if w.id in current and not w.pinned]
     mdl.keep = pyo.Var([w.id for w in movable], domain=pyo.Binary)
     mdl.keep_gpu = pyo.ConstraintList()
     mdl.keep_start = pyo.ConstraintList()
     for w in movable:
         k0, t0 = current[w.id]
-        j0, keep, span = host_of[k0], mdl.keep[w.id], inst.gpu(k0).model.slots
+        j0, keep, span = p.host_of[k0], mdl.keep[w.id], p.instance.gpu(k0).model.slots
         mdl.keep_gpu.add(keep <= y[w.id, j0, k0])
         mdl.keep_start.add(z[w.id, j0, k0] - t0 <= span * (1 - keep))
         mdl.keep_start.add(t0 - z[w.id, j0, k0] <= span * (1 - keep))
-    exprs["restarts"] = sum(work[w.id].migration_weight * (1 - mdl.keep[w.id]) for w in movable)
-    exprs["restarted"] = sum(1 - mdl.keep[w.id] for w in movable)
-    exprs["moved_memory_gb"] = sum(
-        profile[w.id, k].memory_gb * y[w.id, j, k]
-        for w in movable
-        for j, k in mdl.JK
-        if k != current[w.id][0] and (w.id, k) in profile
-    )
-    mdl.obj_expr = pyo.Expression(list(exprs), rule=lambda _, name: exprs[name])
-
-    stats = {
-        "variables": mdl.nvariables(),
-        "constraints": mdl.nconstraints(),
-        "binaries": sum(1 for v in mdl.component_data_objects(pyo.Var) if v.is_binary()),
-        "alpha": len(mdl.PAIRS),
-        "big_m": B,
+    return {
+        "restarts": sum(p.work[w.id].migration_weight * (1 - mdl.keep[w.id]) for w in movable),
+        "restarted": sum(1 - mdl.keep[w.id] for w in movable),
+        "moved_memory_gb": sum(
+            p.profile[w.id, k].memory_gb * y[w.id, j, k]
+            for w in movable
+            for j, k in mdl.JK
+            if k != current[w.id][0] and (w.id, k) in p.profile
+        ),
     }
-    return GrmuPaperModel(inst, mdl, B, g, s, regular, x_prev, y_prev, stats)
