@@ -40,6 +40,7 @@ import pyomo.environ as pyo
 from pyomo.core.expr.visitor import identify_variables
 from pyomo.repn import generate_standard_repn
 
+from mipopt._fields import shown
 from mipopt.errors import InstanceError
 from mipopt.exact.keep import keep_running
 from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_slots
@@ -84,6 +85,11 @@ class ObjectiveSpec:
         return (*self.names, *(n for n in OBJECTIVES if n not in self.names))
 
 
+#: The largest weight of ``weighted:``: 1.7e308 times a count of workloads is infinite, and
+#: beside a weight 1e9 times larger a weight of 1 is lost in the solver's relative tolerances.
+MAX_WEIGHT = 1e9
+
+
 def parse_objective(text: str) -> ObjectiveSpec:
     """Parse ``lex:a,b@tol,...``, ``weighted:w1,...,w4`` or a name of :data:`PRIORITIES`.
 
@@ -117,14 +123,16 @@ def parse_objective(text: str) -> ObjectiveSpec:
                 )
             if name not in OBJECTIVES:
                 raise InstanceError(
-                    "objective", f"unknown objective {name!r} (known: {', '.join(OBJECTIVES)})"
+                    "objective", f"unknown objective {shown(name)} (known: {', '.join(OBJECTIVES)})"
                 )
             if name in names:
                 raise InstanceError("objective", f"{name!r} appears twice")
             try:
                 value = float(tol) if tol else 0.0
             except ValueError:
-                raise InstanceError("objective", f"tolerance {tol!r} of {name} is not a number") from None
+                raise InstanceError(
+                    "objective", f"tolerance {shown(tol)} of {name} is not a number"
+                ) from None
             if not 0 <= value < 1:
                 raise InstanceError("objective", f"tolerance of {name} must be in [0, 1), got {value:g}")
             names.append(name)
@@ -138,16 +146,25 @@ def parse_objective(text: str) -> ObjectiveSpec:
         try:
             weights = [float(x) for x in items]
         except ValueError:
-            raise InstanceError("objective", f"weights must be numbers, got {rest!r}") from None
-        if not 1 <= len(weights) <= len(OBJECTIVES) or any(not w >= 0 for w in weights):
+            raise InstanceError("objective", f"weights must be numbers, got {shown(rest)}") from None
+        if not 1 <= len(weights) <= len(OBJECTIVES):
             raise InstanceError(
                 "objective",
-                "weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, restarts)",
+                "weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, restarts), "
+                f"got {shown(rest)}",
             )
+        for name, w, given in zip(OBJECTIVES, weights, items, strict=False):
+            if not 0 <= w <= MAX_WEIGHT:  # nan and inf fail too
+                why = (
+                    "not a number" if w != w else "negative" if w < 0
+                    else f"more than the limit of {MAX_WEIGHT:g} (docs/limits.md): the weighted objective "
+                    "could overflow, or the smaller weights vanish in the solver's tolerances"
+                )  # fmt: skip
+                raise InstanceError("objective", f"the weight of {name}, {shown(given)}, is {why}")
         return ObjectiveSpec("weighted", OBJECTIVES[: len(weights)], tuple(weights))
     raise InstanceError(
         "objective",
-        f"must start with lex: or weighted:, or be a priority ({', '.join(PRIORITIES)}), got {text!r}",
+        f"must start with lex: or weighted:, or be a priority ({', '.join(PRIORITIES)}), got {shown(text)}",
     )
 
 
@@ -175,6 +192,9 @@ KEEP_SHARE = 0.3
 #: Share of a time limit kept back to bring an unproven answer's restarts down (the keep
 #: model, then :func:`mipopt.exact.keep.keep_running`).
 REPAIR_SHARE = 0.3
+#: The keep model repairs an answer only with this much time left (its build alone takes 0.4 s
+#: at 80 GPUs on a 2-core Xeon); :func:`~mipopt.exact.keep.keep_running` always does.
+REPAIR_MIN_S = 0.5
 #: At most this many seconds are kept back for the repair, whatever the limit (or with none).
 REPAIR_MAX_S = 5.0
 
@@ -278,6 +298,8 @@ def solve_exact(
     best = Incumbent(work, spec, limits)
     run = _Run(work, spec, best, options, backend, deadline, progress, t0)
     method = f"{model} / {solver}, {spec}" + (f", {use_case}" if use_case else "")
+    # the bounds are part of the problem whose optimum the answer claims (the verifier reads them)
+    method += "".join(f", {name} {op} {value:.10g}" for name, op, value in bounds)
     if not budget.unlimited:
         method += f", {budget}"
 
@@ -791,7 +813,12 @@ class _Run:
             return
         if best.values.get("restarts", 0.0) == 0:
             return
-        if models is not None and (self.options.stop is None or not self.options.stop.is_set):
+        left = self.left(reserve=False)
+        if (
+            models is not None
+            and (self.options.stop is None or not self.options.stop.is_set)
+            and (left is None or left >= REPAIR_MIN_S)
+        ):
             started = time.perf_counter()
             m = models.get("keep").model
             m.del_component("repair_floor")  # the acceptance and hardware reached
