@@ -44,9 +44,36 @@ def obj(value: Any, path: str, required: Iterable[str] = (), optional: Iterable[
     return value
 
 
+#: The most characters of an input value an error message shows.
+SHOWN_CHARS = 120
+
+
+def shown(value: object) -> str:
+    """``value`` as an error message shows it: its ``repr`` (control characters, bidirectional
+    overrides and lone surrogates escaped), cut short.
+
+    >>> shown("ok"), shown("a\\x1b[2Jb"), shown("\\u202etxt.exe")
+    ("'ok'", "'a\\\\x1b[2Jb'", "'\\\\u202etxt.exe'")
+    >>> shown("x" * 200)[-20:]
+    'xxxxx... (202 chars)'
+    """
+    if isinstance(value, int) and value.bit_length() > 4 * SHOWN_CHARS:  # repr would be long, or refused
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 5]}... ({len(text)} chars)"
+
+
 def join(path: str, key: str | int) -> str:
+    """``path`` and ``key`` as a JSON path (``workloads[3].cpu``); a key that is not one short
+    printable line is shown quoted (:func:`shown`), so that no path prints a hostile key raw.
+
+    >>> join("workloads", 3), join("workloads[3]", "cpu"), join("metrics", "a\\x1b[2J")
+    ('workloads[3]', 'workloads[3].cpu', "metrics['a\\\\x1b[2J']")
+    """
     if isinstance(key, int):
         return f"{path}[{key}]"
+    if not key.isprintable() or len(key) > SHOWN_CHARS or not key:
+        return f"{path}[{shown(key)}]"
     return f"{path}.{key}" if path else key
 
 
@@ -75,18 +102,20 @@ def name_problem(value: str) -> str | None:
     "must not start with '-': '-oProxyCommand=sh'"
     """
     if value.startswith("-"):
-        return f"must not start with '-': {value!r}"
+        return f"must not start with '-': {shown(value)}"
     return text_problem(value, lines=False)
 
 
 def text_problem(value: str, *, lines: bool = True) -> str | None:
     """Why ``value`` cannot be free text (a description, a note), or None: printable lines
     (newlines allowed where ``lines``), as :func:`name_problem` says."""
+    if value.isprintable() or (lines and value.replace("\n", "").isprintable()):
+        return None  # the common case, without a loop in Python
     for i, ch in enumerate(value):
         if not ch.isprintable() and not (lines and ch == "\n"):
-            shown = value if len(value) <= 60 else value[:57] + "..."
+            cut = value if len(value) <= 60 else value[:57] + "..."
             what = "one line of printable characters" if not lines else "printable text"
-            return f"must be {what}: {shown!r} has {ch!r} at {i}"
+            return f"must be {what}: {cut!r} has {ch!r} at {i}"
     return None
 
 
@@ -98,21 +127,78 @@ def string(value: Any, path: str, *, nonempty: bool = True) -> str:
     return value
 
 
+def identifier(value: Any, path: str) -> str:
+    """A string that may be a name (an id, a model, a profile): :func:`name_problem` says none.
+
+    >>> identifier("h1-g0", "placements[0].gpu")
+    'h1-g0'
+    >>> identifier("-rf", "placements[0].gpu")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: placements[0].gpu: must not start with '-': '-rf'
+    """
+    problem = name_problem(string(value, path))
+    if problem:
+        raise InstanceError(path, problem)
+    return value
+
+
+def text(value: Any, path: str, *, lines: bool = True) -> str:
+    """A string of printable lines (one line unless ``lines``), perhaps empty (a description, a
+    note, a message)."""
+    problem = text_problem(string(value, path, nonempty=False), lines=lines)
+    if problem:
+        raise InstanceError(path, problem)
+    return value
+
+
+def choice(value: Any, path: str, choices: Iterable[str]) -> str:
+    """One of the strings ``choices`` (a status, a termination, a reason code).
+
+    >>> choice({}, "status", ["optimal", "feasible", "none"])
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: status: must be one of optimal, feasible, none, got an object
+    """
+    choices = tuple(choices)
+    if isinstance(value, str) and value in choices:
+        return value
+    got = type_name(value) if value is None or isinstance(value, dict | list | bool) else shown(value)
+    raise InstanceError(path, f"must be one of {', '.join(choices)}, got {got}")
+
+
 def boolean(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
         raise InstanceError(path, f"must be true or false, got {type_name(value)}")
     return value
 
 
-def number(value: Any, path: str, *, minimum: float | None = 0.0) -> float:
-    """A finite JSON number (not a boolean), at least ``minimum`` when given."""
+#: The largest quantity an instance may state: a weight, cpu, ram_gb or memory_gb. Sums over a
+#: million workloads stay below ``2**53``, exact in a float and far from overflowing (docs/limits.md).
+MAX_QUANTITY = 1e9
+
+
+def number(value: Any, path: str, *, minimum: float | None = 0.0, maximum: float | None = None) -> float:
+    """A finite JSON number (not a boolean), at least ``minimum`` and at most ``maximum`` when given.
+
+    >>> number(1.7e308, "workloads[0].weight", maximum=MAX_QUANTITY)
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: workloads[0].weight: must be <= 1e+09, got 1.7e+308
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InstanceError(path, f"must be a number, got {type_name(value)}")
-    if not math.isfinite(value):
-        raise InstanceError(path, f"must be a finite number, got {value}")
-    if minimum is not None and value < minimum:
-        raise InstanceError(path, f"must be >= {minimum:g}, got {value:g}")
-    return float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond a float's range
+        x = math.copysign(math.inf, value)
+    if not math.isfinite(x):
+        raise InstanceError(path, f"must be a finite number, got {shown(value)}")
+    if minimum is not None and x < minimum:
+        raise InstanceError(path, f"must be >= {minimum:g}, got {x:g}")
+    if maximum is not None and x > maximum:
+        raise InstanceError(path, f"must be <= {maximum:g}, got {x:g}")
+    return x
 
 
 def integer(value: Any, path: str, *, minimum: int | None = 0, maximum: int | None = None) -> int:
@@ -123,9 +209,9 @@ def integer(value: Any, path: str, *, minimum: int | None = 0, maximum: int | No
         raise InstanceError(path, f"must be an integer, got {value}")
     value = int(value)
     if minimum is not None and value < minimum:
-        raise InstanceError(path, f"must be >= {minimum}, got {value}")
+        raise InstanceError(path, f"must be >= {minimum}, got {shown(value)}")
     if maximum is not None and value > maximum:
-        raise InstanceError(path, f"must be <= {maximum}, got {value}")
+        raise InstanceError(path, f"must be <= {maximum}, got {shown(value)}")
     return value
 
 
@@ -150,14 +236,29 @@ def parse_options(text: str | None, path: str) -> dict[str, Any]:
     Raises
     ------
     InstanceError
-        Naming ``path`` when an item is not ``key=value``.
+        Naming ``path`` when an item is not ``key=value``, an option is given twice (which one
+        would count is a guess), or a number is ``nan``.
+
+    Examples
+    --------
+    >>> parse_options("gpus=4,load=0.9", "workload")
+    {'gpus': 4, 'load': 0.9}
+    >>> parse_options("gpus=4,gpus=8", "workload")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: workload: option 'gpus' is given twice
     """
     out: dict[str, Any] = {}
     for item in filter(None, (text or "").split(",")):
         key, sep, value = item.partition("=")
         if not sep:
-            raise InstanceError(path, f"option {item!r} is not key=value")
-        out[key.strip().replace("-", "_")] = _option_value(value.strip())
+            raise InstanceError(path, f"option {shown(item)} is not key=value")
+        key = key.strip().replace("-", "_")
+        if key in out:
+            raise InstanceError(path, f"option {shown(key)} is given twice")
+        out[key] = _option_value(value.strip())
+        if out[key] != out[key]:  # nan
+            raise InstanceError(path, f"option {shown(key)} is nan, not a number")
     return out
 
 

@@ -250,10 +250,10 @@ def model_from_dict(data: Any, path: str = "", *, builtin: bool = False) -> GpuM
         compute slices that placements could exceed.
     """
     d = f.obj(data, path, _MODEL_FIELDS, _MODEL_OPTIONAL)
-    name = f.string(d["model"], f.join(path, "model"))
+    name = f.identifier(d["model"], f.join(path, "model"))
     slots = f.integer(d["slots"], f.join(path, "slots"), minimum=1, maximum=MAX_SLOTS)
     compute = f.integer(d["compute_slices"], f.join(path, "compute_slices"), minimum=1)
-    memory_gb = f.number(d["memory_gb"], f.join(path, "memory_gb"))
+    memory_gb = f.number(d["memory_gb"], f.join(path, "memory_gb"), maximum=f.MAX_QUANTITY)
     if "gpu_slices" in d:
         gpu_slices = _gpu_slices(d["gpu_slices"], f.join(path, "gpu_slices"), slots, compute)
     else:
@@ -271,10 +271,10 @@ def model_from_dict(data: Any, path: str = "", *, builtin: bool = False) -> GpuM
     _unique(profiles, path)
     variants = d.get("variants", [])
     variants = tuple(
-        f.string(v, f.join(f.join(path, "variants"), i))
+        f.identifier(v, f.join(f.join(path, "variants"), i))
         for i, v in enumerate(f.lst(variants, f.join(path, "variants")))
     )
-    note = f.string(d.get("source_note", ""), f.join(path, "source_note"), nonempty=False)
+    note = f.text(d.get("source_note", ""), f.join(path, "source_note"))
     model = GpuModel(name, slots, compute, memory_gb, profiles, gpu_slices, variants, note, builtin)
     _check_compute_bound(model, path)
     return model
@@ -299,11 +299,11 @@ def _gpu_slices(value: Any, path: str, slots: int, compute: int) -> tuple[tuple[
 
 def _profile(data: Any, path: str, slots: int, compute: int) -> Profile:
     d = f.obj(data, path, _PROFILE_FIELDS, _PROFILE_OPTIONAL)
-    name = f.string(d["name"], f.join(path, "name"))
+    name = f.identifier(d["name"], f.join(path, "name"))
     pid = f.integer(d["id"], f.join(path, "id"))
     pc = f.integer(d["compute"], f.join(path, "compute"), minimum=1, maximum=compute)
     size = f.integer(d["memory_slots"], f.join(path, "memory_slots"), minimum=1, maximum=slots)
-    memory_gb = f.number(d["memory_gb"], f.join(path, "memory_gb"))
+    memory_gb = f.number(d["memory_gb"], f.join(path, "memory_gb"), maximum=f.MAX_QUANTITY)
     max_instances = f.integer(d["max_instances"], f.join(path, "max_instances"), minimum=1)
     pl_path = f.join(path, "placements")
     placements = []
@@ -311,7 +311,7 @@ def _profile(data: Any, path: str, slots: int, compute: int) -> Profile:
         pp = f.join(pl_path, i)
         pair = f.lst(pl, pp)
         if len(pair) != 2:
-            raise InstanceError(pp, f"must be [start, size], got {pair!r}")
+            raise InstanceError(pp, f"must be [start, size], got {f.shown(pair)}")
         start = f.integer(pair[0], f.join(pp, 0))
         psize = f.integer(pair[1], f.join(pp, 1), minimum=1)
         if psize != size:
@@ -324,13 +324,13 @@ def _profile(data: Any, path: str, slots: int, compute: int) -> Profile:
     status = d.get("placement_status", "custom")
     if status not in ("confirmed", "inferred", "custom"):
         raise InstanceError(
-            f.join(path, "placement_status"), f"must be confirmed, inferred or custom, got {status!r}"
+            f.join(path, "placement_status"), f"must be confirmed, inferred or custom, got {f.shown(status)}"
         )
     aliases = tuple(
-        f.string(a, f.join(f.join(path, "aliases"), i))
+        f.identifier(a, f.join(f.join(path, "aliases"), i))
         for i, a in enumerate(f.lst(d.get("aliases", []), f.join(path, "aliases")))
     )
-    note = f.string(d.get("source_note", ""), f.join(path, "source_note"), nonempty=False)
+    note = f.text(d.get("source_note", ""), f.join(path, "source_note"))
     return Profile(name, pid, pc, size, memory_gb, max_instances, tuple(placements), status, aliases, note)
 
 
@@ -343,7 +343,7 @@ def _unique(profiles: tuple[Profile, ...], path: str) -> None:
             if key in seen and seen[key] != i:
                 raise InstanceError(
                     f.join(f.join(f.join(path, "profiles"), i), what),
-                    f"{key!r} already names profiles[{seen[key]}]",
+                    f"{f.shown(key)} already names profiles[{seen[key]}]",
                 )
             seen[key] = i
 

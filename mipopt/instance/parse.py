@@ -66,7 +66,7 @@ def _check_format(data: Any, expected: str) -> None:
     Otherwise a solution read as an instance would be refused for a missing ``hosts``.
     """
     if isinstance(data, dict) and "format" in data and data["format"] != expected:
-        raise InstanceError("format", f"must be {expected!r}, got {data['format']!r}")
+        raise InstanceError("format", f"must be {expected!r}, got {f.shown(data['format'])}")
 
 
 def _header(d: dict[str, Any], expected: str) -> None:
@@ -101,9 +101,11 @@ def instance_from_dict(data: Any, default_name: str = "instance", *, source: Pat
         path = f"custom_gpu_models[{i}]"
         model = model_from_dict(raw, path)
         if model.name in builtin:
-            raise InstanceError(f"{path}.model", f"{model.name!r} is a built-in model; choose another name")
+            raise InstanceError(
+                f"{path}.model", f"{f.shown(model.name)} is a built-in model; choose another name"
+            )
         if model.name in custom:
-            raise InstanceError(f"{path}.model", f"duplicate model {model.name!r}")
+            raise InstanceError(f"{path}.model", f"duplicate model {f.shown(model.name)}")
         custom[model.name] = model
     models = {**builtin, **custom}
 
@@ -119,14 +121,14 @@ def instance_from_dict(data: Any, default_name: str = "instance", *, source: Pat
             g = f.obj(graw, gp, ("id", "model"), ("device_index", "uuid", "layout"))
             if "layout" in g and g["layout"] != "unknown":
                 raise InstanceError(
-                    f"{gp}.layout", f"must be 'unknown' (omit it when known), got {g['layout']!r}"
+                    f"{gp}.layout", f"must be 'unknown' (omit it when known), got {f.shown(g['layout'])}"
                 )
             gid = f.string(g["id"], f"{gp}.id")
             mname = f.string(g["model"], f"{gp}.model")
             if mname not in models:
                 raise InstanceError(
                     f"{gp}.model",
-                    f"unknown GPU model {mname!r} (see `mipopt info`, or add custom_gpu_models)",
+                    f"unknown GPU model {f.shown(mname)} (see `mipopt info`, or add custom_gpu_models)",
                 )
             device = g.get("device_index")
             gpus.append(
@@ -341,22 +343,20 @@ def solution_from_dict(data: Any) -> Solution:
     d = f.obj(data, "", _SOLUTION_REQUIRED, _SOLUTION_OPTIONAL)
     _header(d, SOLUTION_FORMAT)
     term = _termination(d.get("termination", HAND_TERMINATION.value), "termination")
-    status = d.get("status", HAND_STATUS.value)
-    if status not in {s.value for s in Status}:
-        raise InstanceError("status", f"must be one of {', '.join(s.value for s in Status)}, got {status!r}")
+    status = f.choice(d.get("status", HAND_STATUS.value), "status", [s.value for s in Status])
     placements = []
     for i, raw in enumerate(f.lst(d["placements"], "placements")):
         path = f"placements[{i}]"
         p = f.obj(raw, path, ("workload", "gpu", "start"))
         placements.append(
             Assignment(
-                f.string(p["workload"], f"{path}.workload"),
-                f.string(p["gpu"], f"{path}.gpu"),
+                f.identifier(p["workload"], f"{path}.workload"),
+                f.identifier(p["gpu"], f"{path}.gpu"),
                 f.integer(p["start"], f"{path}.start"),
             )
         )
     raw_rejected = f.lst(d.get("rejected", []), "rejected")
-    rejected = tuple(f.string(r, f"rejected[{i}]") for i, r in enumerate(raw_rejected))
+    rejected = tuple(f.identifier(r, f"rejected[{i}]") for i, r in enumerate(raw_rejected))
     objectives = None
     if d.get("objectives") is not None:
         o = f.obj(d["objectives"], "objectives", ("acceptance", "hardware", "migrations"), ("restarts",))
@@ -370,13 +370,16 @@ def solution_from_dict(data: Any) -> Solution:
     raw_metrics = d.get("metrics") or {}
     if not isinstance(raw_metrics, dict):
         raise InstanceError("metrics", f"must be an object, got {f.type_name(raw_metrics)}")
-    metrics = {k: f.number(v, f"metrics.{k}", minimum=None) for k, v in raw_metrics.items()}
+    metrics = {
+        f.identifier(k, f.join("metrics", k)): f.number(v, f.join("metrics", k), minimum=None)
+        for k, v in raw_metrics.items()
+    }
     stages = tuple(_stage(raw, f"stages[{i}]") for i, raw in enumerate(f.lst(d.get("stages", []), "stages")))
     raw_rejections = f.lst(d.get("rejections", []), "rejections")
     rejections = tuple(_rejection(raw, f"rejections[{i}]") for i, raw in enumerate(raw_rejections))
     return Solution(
-        instance=f.string(d["instance"], "instance") if "instance" in d else "",
-        method=f.string(d.get("method", HAND_METHOD), "method"),
+        instance=f.identifier(d["instance"], "instance") if "instance" in d else "",
+        method=f.identifier(d.get("method", HAND_METHOD), "method"),
         termination=term,
         status=Status(status),
         placements=tuple(placements),
@@ -386,7 +389,7 @@ def solution_from_dict(data: Any) -> Solution:
         bound=None if d.get("bound") is None else f.number(d["bound"], "bound", minimum=None),
         gap=None if d.get("gap") is None else f.number(d["gap"], "gap"),
         metrics=metrics,
-        message=f.string(d.get("message", ""), "message", nonempty=False),
+        message=f.text(d.get("message", ""), "message"),
         stages=stages,
         rejections=rejections,
     )
@@ -394,18 +397,14 @@ def solution_from_dict(data: Any) -> Solution:
 
 def _rejection(raw: Any, path: str) -> Rejection:
     r = f.obj(raw, path, ("workload", "reason", "message"))
-    code = f.string(r["reason"], f"{path}.reason")
-    if code not in REJECTION_CODES:
-        raise InstanceError(f"{path}.reason", f"must be one of {', '.join(REJECTION_CODES)}, got {code!r}")
+    code = f.choice(r["reason"], f"{path}.reason", REJECTION_CODES)
     return Rejection(
-        f.string(r["workload"], f"{path}.workload"), code, f.string(r["message"], f"{path}.message")
+        f.identifier(r["workload"], f"{path}.workload"), code, f.text(r["message"], f"{path}.message")
     )
 
 
 def _termination(value: Any, path: str) -> Termination:
-    if value not in {t.value for t in Termination}:
-        raise InstanceError(path, f"must be one of {', '.join(t.value for t in Termination)}, got {value!r}")
-    return Termination(value)
+    return Termination(f.choice(value, path, [t.value for t in Termination]))
 
 
 def _stage(raw: Any, path: str) -> StageResult:
@@ -415,16 +414,16 @@ def _stage(raw: Any, path: str) -> StageResult:
         return None if s[key] is None else f.number(s[key], f"{path}.{key}", minimum=minimum)
 
     if not isinstance(s["proven"], bool):
-        raise InstanceError(f"{path}.proven", f"must be true or false, got {s['proven']!r}")
+        raise InstanceError(f"{path}.proven", f"must be true or false, got {f.type_name(s['proven'])}")
     return StageResult(
-        objective=f.string(s["objective"], f"{path}.objective"),
+        objective=f.identifier(s["objective"], f"{path}.objective"),
         value=number("value"),
         bound=number("bound"),
         gap=number("gap", 0.0),
         proven=s["proven"],
         termination=_termination(s["termination"], f"{path}.termination"),
         runtime_s=f.number(s["runtime_s"], f"{path}.runtime_s"),
-        model=f.string(s.get("model", ""), f"{path}.model", nonempty=False),
+        model=f.text(s.get("model", ""), f"{path}.model", lines=False),
     )
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from numbers import Real
 from pathlib import Path
 
-from mipopt._fields import name_problem, text_problem
+from mipopt._fields import MAX_QUANTITY, name_problem, number, shown, text_problem
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.errors import InstanceError, ParameterTypeError
 
@@ -255,8 +256,9 @@ class Instance:
 
 
 def _check(inst: Instance) -> None:
-    """Names, cross-references, then the rules the running state must obey."""
+    """Names, quantities, cross-references, then the rules the running state must obey."""
     _check_names(inst)
+    _check_quantities(inst)
     _check_hosts(inst)
     _check_workloads(inst)
     _check_running(inst)
@@ -279,8 +281,9 @@ def _check_names(inst: Instance) -> None:
             checks.append((f"workloads[{k}].profile", w.profile))
         for m, name in enumerate(w.gpu_models or ()):
             checks.append((f"workloads[{k}].gpu_models[{m}]", name))
+    checks += _model_names(inst)
     for path, value in checks:
-        problem = name_problem(value)
+        problem = name_problem(value) if isinstance(value, str) else "must be a string"
         if problem:
             raise InstanceError(path, problem)
     texts = [("description", inst.description)] + [(f"notes[{i}]", n) for i, n in enumerate(inst.notes)]
@@ -288,6 +291,54 @@ def _check_names(inst: Instance) -> None:
         problem = text_problem(value)
         if problem:
             raise InstanceError(path, problem)
+
+
+def _model_names(inst: Instance) -> list[tuple[str, str]]:
+    """The names a model not built in brings (custom_gpu_models, or a GpuModel given to a GPU
+    from Python): its own, its profiles' and their aliases."""
+    builtin = builtin_models()
+    models = {f"custom_gpu_models[{i}]": m for i, m in enumerate(inst.custom_models)}
+    custom = {m.name for m in inst.custom_models}
+    for i, h in enumerate(inst.hosts):
+        for j, gid in enumerate(h.gpus):
+            g = inst._gpu.get(gid)
+            if g is not None and g.model.name not in custom and builtin.get(g.model.name) is not g.model:
+                custom.add(g.model.name)
+                models[f"hosts[{i}].gpus[{j}].model"] = g.model
+    checks = []
+    for path, m in models.items():
+        checks.append((path if path.endswith(".model") else f"{path}.model", m.name))
+        for k, prof in enumerate(m.profiles):
+            checks.append((f"{path}.profiles[{k}].name", prof.name))
+            checks += [(f"{path}.profiles[{k}].aliases[{a}]", alias) for a, alias in enumerate(prof.aliases)]
+    return checks
+
+
+def _check_quantities(inst: Instance) -> None:
+    """Every cpu, ram_gb and weight is a finite number from 0 to :data:`mipopt._fields.MAX_QUANTITY`,
+    so that no sum of them (an objective, a host's load) overflows. The common case is checked
+    in one pass; a failing group is read again to name the value."""
+    groups = (
+        ("hosts", inst.hosts, ("cpu", "ram_gb", "weight")),
+        ("workloads", inst.workloads, ("cpu", "ram_gb", "weight", "migration_weight")),
+    )
+    for group, items, attrs in groups:
+        for attr in attrs:
+            optional = group == "hosts" and attr != "weight"  # a host's cpu, ram: None is unlimited
+            values = (getattr(item, attr) for item in items)
+            if all(
+                (optional and x is None) or (type(x) in (float, int) and 0 <= x <= MAX_QUANTITY)
+                for x in values
+            ):
+                continue
+            for i, item in enumerate(items):
+                x = getattr(item, attr)
+                if not (optional and x is None):
+                    number(
+                        float(x) if isinstance(x, Real) and not isinstance(x, bool | int) else x,
+                        f"{group}[{i}].{attr}",
+                        maximum=MAX_QUANTITY,
+                    )
 
 
 def _check_hosts(inst: Instance) -> None:
@@ -339,9 +390,8 @@ def _check_addresses(inst: Instance, gpu_path: dict[str, str]) -> None:
 
 def _check_workloads(inst: Instance) -> None:
     """Unique workload ids; models and profiles that exist; pinned only when running."""
-    known_models = {m.name for m in inst.custom_models} | {g.model.name for g in inst.gpus}
-    known_models |= set(builtin_models())
     models_in_use = inst.models
+    known_models = {**builtin_models(), **{m.name: m for m in inst.custom_models}, **models_in_use}
     seen: dict[str, int] = {}
     for k, w in enumerate(inst.workloads):
         path = f"workloads[{k}]"
@@ -353,17 +403,23 @@ def _check_workloads(inst: Instance) -> None:
                 raise InstanceError(f"{path}.gpu_models", "must name at least one model (omit it for any)")
             for m_i, name in enumerate(w.gpu_models):
                 if name not in known_models:
-                    raise InstanceError(f"{path}.gpu_models[{m_i}]", f"unknown GPU model {name!r}")
+                    raise InstanceError(f"{path}.gpu_models[{m_i}]", f"unknown GPU model {shown(name)}")
             for name in w.gpu_models:
                 model = models_in_use.get(name)
                 if model is not None and model.find(w.profile) is None:
-                    raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {name}")
+                    raise InstanceError(f"{path}.profile", f"{shown(w.profile)} is not a profile of {name}")
         else:
             candidates = list(models_in_use.values())
-            if candidates and not any(m.find(w.profile) is not None for m in candidates):
+            if not candidates:  # no GPU: the profile must be one of some model the instance knows
+                if not any(m.find(w.profile) is not None for m in known_models.values()):
+                    raise InstanceError(
+                        f"{path}.profile",
+                        f"{shown(w.profile)} is not a profile of any GPU model (the cluster has no GPUs)",
+                    )
+            elif not any(m.find(w.profile) is not None for m in candidates):
                 names = ", ".join(m.name for m in candidates)
                 where = names if len(candidates) == 1 else f"any GPU model here ({names})"
-                raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {where}")
+                raise InstanceError(f"{path}.profile", f"{shown(w.profile)} is not a profile of {where}")
         if w.pinned and w.placement is None:
             raise InstanceError(f"{path}.pinned", "a pinned workload needs a placement")
 

@@ -2,7 +2,7 @@
 
 A name read from a file (a host, a GPU's product or UUID, a node, a pod) ends up in instance
 ids, terminal output and emitted scripts, so it must pass :func:`mipopt._fields.name_problem`;
-an error shows input only through :func:`shown`, which never echoes a control character raw
+an error shows input only through :func:`mipopt._fields.shown`, which never echoes a control character raw
 nor a huge value whole.
 """
 
@@ -10,23 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mipopt._fields import name_problem
+from mipopt._fields import SHOWN_CHARS, name_problem, shown
 from mipopt.errors import InstanceError
 
-#: The most characters of an input value an error message shows.
-SHOWN_CHARS = 120
-
-
-def shown(value: object) -> str:
-    """``value`` as an error message shows it: its ``repr`` (control characters escaped), cut short.
-
-    >>> shown("ok"), shown("a\\x1b[2Jb")
-    ("'ok'", "'a\\\\x1b[2Jb'")
-    >>> shown("x" * 200)[-20:]
-    'xxxxx... (202 chars)'
-    """
-    text = repr(value)
-    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 5]}... ({len(text)} chars)"
+__all__ = ["SHOWN_CHARS", "checked_name", "file_name", "shown"]
 
 
 def file_name(path: Path) -> str:

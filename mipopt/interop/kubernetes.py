@@ -30,7 +30,6 @@ node's ``512Gi`` reads 512.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -43,6 +42,7 @@ from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.interop._names import SHOWN_CHARS, checked_name, file_name, shown
+from mipopt.io import parse_json
 from mipopt.workloads.alibaba import POD_PHASES  # Kubernetes' pod phases, one home
 
 _GPU = "nvidia.com/gpu"
@@ -212,18 +212,10 @@ def _load(path: Path, kind: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]
     """The file's name and its objects of ``kind`` with their JSON paths (``items[3]`` or ``""``)."""
     file = file_name(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as err:
         raise InstanceError(file, f"cannot be read: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise InstanceError(file, "expected JSON text, got bytes that are not UTF-8") from None
-    try:
-        data = json.loads(text.lstrip("\ufeff"))
-    except json.JSONDecodeError as err:
-        raise InstanceError(
-            f"{file}:{err.lineno}",
-            f"expected JSON (kubectl get ... -o json): {err.msg} at column {err.colno}",
-        ) from None
+    data = parse_json(raw, file)  # the reader of every JSON input: depth, duplicate keys, numbers
     lists = ("List", f"{kind}List")
     if not isinstance(data, dict):
         got = "an array" if isinstance(data, list) else repr(data)

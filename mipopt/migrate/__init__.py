@@ -38,6 +38,7 @@ from mipopt.migrate.plan import (
     Round,
     Semantics,
     Spot,
+    load_plan,
     plan_from_dict,
 )
 from mipopt.state.occupancy import MOVE_KINDS
@@ -51,6 +52,7 @@ __all__ = [
     "Move",
     "Plan",
     "Round",
+    "load_plan",
     "plan_from_dict",
     "plan_metrics",
     "plan_migration",

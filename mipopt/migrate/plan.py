@@ -263,7 +263,7 @@ class Plan:
 
     def save(self, path: str | Path) -> None:
         """Write :meth:`to_dict` to ``path`` as ``mipopt-plan`` JSON, atomically (what ``mipopt
-        plan --out`` writes; :func:`plan_from_dict` reads it back).
+        plan --out`` writes; :func:`load_plan` reads it back).
 
         Raises
         ------
@@ -272,12 +272,12 @@ class Plan:
 
         Examples
         --------
-        >>> import json, mipopt, pathlib, tempfile
+        >>> import mipopt, pathlib, tempfile
         >>> inst = mipopt.load_instance("instances/swap.json")
         >>> plan = mipopt.plan_migration(inst, mipopt.load_solution("instances/swap.target.json"))
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     plan.save(pathlib.Path(tmp, "plan.json"))
-        ...     plan_from_dict(json.loads(pathlib.Path(tmp, "plan.json").read_text())) == plan
+        ...     load_plan(pathlib.Path(tmp, "plan.json")) == plan
         True
         """
         from mipopt.io import save_json
@@ -301,6 +301,20 @@ class Plan:
         }
 
 
+def load_plan(path: str | Path) -> Plan:
+    """Read a plan file (``mipopt plan --out``, :meth:`Plan.save`) as every JSON input is read
+    (:func:`mipopt.io.parse_json`), checking its shape with :func:`plan_from_dict`.
+
+    Raises
+    ------
+    InstanceError
+        For an unreadable file, JSON the reader refuses or a malformed field, naming the JSON path.
+    """
+    from mipopt.io import read_json
+
+    return plan_from_dict(read_json(path))
+
+
 def plan_from_dict(data: Any) -> Plan:
     """Read a plan's JSON form, checking its shape (not its validity: see :func:`mipopt.verifier.verify_plan`).
 
@@ -316,30 +330,32 @@ def plan_from_dict(data: Any) -> Plan:
         optional=("method", "final", "disrupted", "metrics", "runtime_s", "message", "operations"),
     )
     if d["format"] != FORMAT:
-        raise InstanceError("format", f"expected {FORMAT!r}, got {d['format']!r}")
+        raise InstanceError("format", f"expected {FORMAT!r}, got {f.shown(d['format'])}")
     if d["version"] != VERSION:
-        raise InstanceError("version", f"unsupported version {d['version']!r} (this mipopt reads {VERSION})")
-    semantics = f.string(d["semantics"], "semantics")
-    if semantics not in SEMANTICS:
-        raise InstanceError("semantics", f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}")
+        raise InstanceError(
+            "version", f"unsupported version {f.shown(d['version'])} (this mipopt reads {VERSION})"
+        )
+    semantics = f.choice(d["semantics"], "semantics", SEMANTICS)
     rounds = []
     for i, r in enumerate(f.lst(d["rounds"], "rounds")):
         path = f"rounds[{i}]"
         rd = f.obj(r, path, optional=("round", "drains", "moves", "creates"))
         if "round" in rd and f.integer(rd["round"], f"{path}.round") != i + 1:
-            raise InstanceError(f"{path}.round", f"must be {i + 1}, got {rd['round']!r}")
+            raise InstanceError(f"{path}.round", f"must be {i + 1}, got {f.shown(rd['round'])}")
         drains = []
         for j, x in enumerate(f.lst(rd.get("drains", []), f"{path}.drains")):
             p = f"{path}.drains[{j}]"
             x = f.obj(x, p, required=("workload", "from"))
-            drains.append(Drain(f.string(x["workload"], f"{p}.workload"), _spot_of(x["from"], f"{p}.from")))
+            drains.append(
+                Drain(f.identifier(x["workload"], f"{p}.workload"), _spot_of(x["from"], f"{p}.from"))
+            )
         moves = []
         for j, x in enumerate(f.lst(rd.get("moves", []), f"{path}.moves")):
             p = f"{path}.moves[{j}]"
             x = f.obj(x, p, required=("workload", "from", "to", "kind"), optional=("park",))
             moves.append(
                 Move(
-                    f.string(x["workload"], f"{p}.workload"),
+                    f.identifier(x["workload"], f"{p}.workload"),
                     _spot_of(x["from"], f"{p}.from"),
                     _spot_of(x["to"], f"{p}.to"),
                     _kind(x["kind"], f"{p}.kind"),
@@ -355,7 +371,7 @@ def plan_from_dict(data: Any) -> Plan:
                 raise InstanceError(p, "a restore has both 'from' and 'kind', a new workload neither")
             creates.append(
                 Create(
-                    f.string(x["workload"], f"{p}.workload"),
+                    f.identifier(x["workload"], f"{p}.workload"),
                     _spot_of(x["to"], f"{p}.to"),
                     _spot_of(x["from"], f"{p}.from") if restored else None,
                     _kind(x["kind"], f"{p}.kind") if restored else None,
@@ -366,27 +382,30 @@ def plan_from_dict(data: Any) -> Plan:
     for i, x in enumerate(f.lst(d.get("final", []), "final")):
         p = f"final[{i}]"
         x = f.obj(x, p, required=("workload", "gpu", "start"))
-        final[f.string(x["workload"], f"{p}.workload")] = (
-            f.string(x["gpu"], f"{p}.gpu"),
+        final[f.identifier(x["workload"], f"{p}.workload")] = (
+            f.identifier(x["gpu"], f"{p}.gpu"),
             f.integer(x["start"], f"{p}.start"),
         )
     disrupted = tuple(
-        f.string(w, f"disrupted[{i}]") for i, w in enumerate(f.lst(d.get("disrupted", []), "disrupted"))
+        f.identifier(w, f"disrupted[{i}]") for i, w in enumerate(f.lst(d.get("disrupted", []), "disrupted"))
     )
     metrics = d.get("metrics", {})
     f.obj(
         metrics, "metrics", optional=metrics if isinstance(metrics, dict) else ()
     )  # any names, numbers only
     return Plan(
-        instance=f.string(d["instance"], "instance"),
+        instance=f.identifier(d["instance"], "instance"),
         semantics=semantics,  # type: ignore[arg-type]  # checked against SEMANTICS above
-        method=f.string(d.get("method", ""), "method", nonempty=False),
+        method=f.text(d.get("method", ""), "method", lines=False),
         rounds=tuple(rounds),
         final=final,
         disrupted=disrupted,
-        metrics={str(k): f.number(v, f"metrics.{k}") for k, v in metrics.items()},
+        metrics={
+            f.identifier(k, f.join("metrics", k)): f.number(v, f.join("metrics", k))
+            for k, v in metrics.items()
+        },
         runtime_s=f.number(d.get("runtime_s", 0.0), "runtime_s"),
-        message=f.string(d.get("message", ""), "message", nonempty=False),
+        message=f.text(d.get("message", ""), "message"),
     )
 
 
@@ -397,10 +416,8 @@ ADDRESS_FIELDS = ("host", "gpu_index", "gpu_uuid", "gpu_instance_id")
 def _spot_of(x: Any, path: str) -> Spot:
     """A ``{gpu, start}`` object, perhaps with its address (:data:`ADDRESS_FIELDS`, informational)."""
     d = f.obj(x, path, required=("gpu", "start"), optional=ADDRESS_FIELDS)
-    return f.string(d["gpu"], f.join(path, "gpu")), f.integer(d["start"], f.join(path, "start"))
+    return f.identifier(d["gpu"], f.join(path, "gpu")), f.integer(d["start"], f.join(path, "start"))
 
 
 def _kind(value: Any, path: str) -> str:
-    if value not in MOVE_KINDS:
-        raise InstanceError(path, f"must be one of {', '.join(MOVE_KINDS)}, got {value!r}")
-    return str(value)
+    return f.choice(value, path, MOVE_KINDS)

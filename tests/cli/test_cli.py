@@ -143,7 +143,7 @@ def test_verify_checks_claims_line_by_line(solved: Path, tmp_path: Path, capsys:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("garbage", "not valid JSON: Expecting value: line 1 column 1 (char 0)"),
+        ("garbage", "line 1 column 1: not valid JSON: Expecting value"),
         (
             '{"format": "mipopt-instance", "version": 1}',
             "format: must be 'mipopt-solution', got 'mipopt-instance'",

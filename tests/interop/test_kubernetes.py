@@ -501,8 +501,7 @@ QUANTITY = "expected a Kubernetes quantity such as '64', '500m', '512Gi' or '1G'
 NODE_ERRORS: dict[str, tuple[Any, str]] = {
     "not_json": (
         '{"kind": "NodeList",\n "items": [\n  {,]}',
-        "FILE:3: expected JSON (kubectl get ... -o json): Expecting property name enclosed in double quotes "
-        "at column 4",
+        "FILE: line 3 column 4: not valid JSON: Expecting property name enclosed in double quotes",
     ),
     "array": ([], "FILE: expected a JSON object (kubectl get ... -o json), got an array"),
     "kind": ({"kind": "PodList", "items": []}, "FILE: kind: expected Node, NodeList or List, got 'PodList'"),
@@ -669,10 +668,14 @@ def test_unreadable_and_undecodable_files(tmp_path: Path) -> None:
         instance_from_kubernetes(tmp_path / "missing.json")
     assert str(err.value) == f"{tmp_path / 'missing.json'}: cannot be read: No such file or directory"
     binary = tmp_path / "handmade_binary.json"
+    binary.write_bytes(b'{"kind":\n "\xe9"}')  # Latin-1
+    with pytest.raises(InstanceError) as err:
+        instance_from_kubernetes(binary)
+    assert str(err.value) == f"{binary}: line 2 column 3: byte 0xe9 is not UTF-8 text"
     binary.write_bytes(b"\xff\xfe{")
     with pytest.raises(InstanceError) as err:
         instance_from_kubernetes(binary)
-    assert str(err.value) == f"{binary}: expected JSON text, got bytes that are not UTF-8"
+    assert str(err.value) == f"{binary}: UTF-16 text (as Windows PowerShell writes with >): save it as UTF-8"
 
 
 # -- quantities and resource names -----------------------------------------------------------
