@@ -63,6 +63,16 @@ def shown(value: object) -> str:
     return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 5]}... ({len(text)} chars)"
 
 
+def as_printed(text: str) -> str:
+    """``text`` that the user gave (a file name) as a message prints it: as is when it is one
+    printable line, else quoted with its control characters escaped.
+
+    >>> print(as_printed("node1/lgi.txt"), as_printed("node1/\\x1b[2J.txt"))
+    node1/lgi.txt 'node1/\\x1b[2J.txt'
+    """
+    return text if text.isprintable() else repr(text)
+
+
 def join(path: str, key: str | int) -> str:
     """``path`` and ``key`` as a JSON path (``workloads[3].cpu``); a key that is not one short
     printable line is shown quoted (:func:`shown`), so that no path prints a hostile key raw.

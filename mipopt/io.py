@@ -107,7 +107,7 @@ def read_json(path: str | Path) -> Any:
     try:
         data = Path(path).read_bytes()
     except OSError as err:
-        raise InstanceError("", f"cannot read {path}: {err.strerror or err}") from None
+        raise InstanceError("", f"cannot read {f.as_printed(str(path))}: {err.strerror or err}") from None
     return parse_json(data)
 
 
@@ -226,7 +226,9 @@ class _Reader:
         if math.isfinite(value):
             return value
         self.refused = True
-        shown_literal = literal if len(literal) <= 24 else f"{literal[:12]}...{literal[-8:]}"
+        shown_literal = (
+            literal if len(literal) <= 24 else f"{literal[:12]}...{literal[-8:]} ({len(literal)} chars)"
+        )
         return _Refused(f"{shown_literal} is beyond the range of a float (1.8e308)")
 
 
@@ -275,7 +277,9 @@ def load_instance(path: str | Path) -> Instance:
     >>> inst.name, len(inst.gpus), [w.id for w in inst.new]
     ('quickstart', 3, ['batch-d', 'infer-e', 'llm-f', 'infer-g', 'llm-h'])
     """
-    return instance_from_dict(read_json(path), default_name=Path(path).stem, source=Path(path).resolve())
+    stem = Path(path).stem  # the default name, when it may be one: the file's name is not the input's
+    name = stem if stem and f.name_problem(stem) is None else "instance"
+    return instance_from_dict(read_json(path), default_name=name, source=Path(path).resolve())
 
 
 def instance_argument(value: object, name: str = "instance") -> Instance:

@@ -22,6 +22,18 @@ from mipopt.instance import Instance, InstanceBuilder
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = ROOT / "instances"
 
+#: One stage of a solution file, as an exact method writes it (the quickstart's acceptance, proven).
+PROVEN_STAGE: dict[str, Any] = {
+    "objective": "acceptance",
+    "value": 8,
+    "bound": 8,
+    "gap": 0,
+    "proven": True,
+    "termination": "optimal",
+    "runtime_s": 0.1,
+    "model": "aggregate",
+}
+
 MODELS: tuple[GpuModel, ...] = tuple(builtin_models().values())
 CPU = (0, 2, 4, 8, 16)
 RAM_GB = (0, 16, 32, 64)

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
+from mipopt._fields import as_printed
 from mipopt.catalog import GpuModel, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
@@ -70,7 +71,7 @@ def read_instance(path: str) -> Instance:
     try:
         return load_instance(path)
     except InstanceError as err:
-        raise BadInput(f"{path}: {err}") from None
+        raise BadInput(f"{as_printed(path)}: {err}") from None
 
 
 def read_solution(path: str) -> Solution:
@@ -78,7 +79,7 @@ def read_solution(path: str) -> Solution:
     try:
         return load_solution(path)
     except InstanceError as err:
-        raise BadInput(f"{path}: {err}") from None
+        raise BadInput(f"{as_printed(path)}: {err}") from None
 
 
 def gpu_model(name: str) -> GpuModel:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mipopt._fields import SHOWN_CHARS, name_problem, shown
+from mipopt._fields import SHOWN_CHARS, as_printed, name_problem, shown
 from mipopt.errors import InstanceError
 
 __all__ = ["SHOWN_CHARS", "checked_name", "file_name", "shown"]
@@ -22,8 +22,7 @@ def file_name(path: Path) -> str:
     >>> print(file_name(Path("node1/lgi.txt")), file_name(Path("node1/\\x1b[2J.txt")))
     node1/lgi.txt 'node1/\\x1b[2J.txt'
     """
-    text = str(path)
-    return text if text.isprintable() else repr(text)
+    return as_printed(str(path))
 
 
 def checked_name(value: str, what: str, where: str) -> str:
