@@ -34,11 +34,15 @@ mipopt.errors.InstanceError: executor: local:N needs N >= 1, got '0'
 from __future__ import annotations
 
 import os
+import signal
+import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
+from mipopt._signals import held_signals
 from mipopt.errors import InstanceError
 
 __all__ = ["KINDS", "Executor", "ExecutorSpec", "make_executor", "parse_executor", "run_jobs", "runs_here"]
@@ -202,27 +206,88 @@ class LocalExecutor(Executor):
             # the job's module, imported once in the server rather than in every worker (the
             # server starts once per process: the first pool's list holds for later ones)
             ctx.set_forkserver_preload(["mipopt", *([fn.__module__] if fn.__module__ != "__main__" else [])])
-            self._pool = ProcessPoolExecutor(max_workers=self._n, mp_context=ctx)
-        futures = {self._pool.submit(fn, *job): i for i, job in enumerate(jobs)}
+            self._pool = ProcessPoolExecutor(max_workers=self._n, mp_context=ctx, initializer=_worker_start)
         results: list[Any] = [None] * len(jobs)
-        pending = set(futures)
         try:
+            # a stop while a worker starts would leave it reading a queue already gone (a
+            # traceback on stderr): the stop waits until every job is handed over
+            with held_signals():
+                futures = {self._pool.submit(_job, fn, *job): i for i, job in enumerate(jobs)}
+            pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in sorted(finished, key=futures.__getitem__):
                     results[futures[f]] = f.result()
                     if done is not None:
                         done(futures[f], results[futures[f]])
-        except BaseException:
-            for f in pending:
-                f.cancel()
+        except BaseException:  # a job failed, or Ctrl-C or SIGTERM: the other jobs stop too
+            self._stop_workers()
             raise
         return results
+
+    def _stop_workers(self) -> None:
+        """End the workers now, where closing the pool would wait for the jobs they run: no job
+        is handed out any more, SIGTERM ends the job each runs and then the worker, as an exit
+        does (:func:`_worker_start`), and SIGKILL any still running :data:`STOP_GRACE_S` later.
+
+        The workers are signalled by process id: the pool's own bookkeeping takes a worker for
+        ended once the forkserver that started it is gone (a SIGTERM to the whole process group
+        ends the forkserver too), and the worker would then wait for jobs forever.
+        """
+        pids = [p.pid for p in (getattr(self._pool, "_processes", None) or {}).values()]  # the pool's own
+        pool, self._pool = self._pool, None
+        with held_signals():
+            pool.shutdown(wait=False, cancel_futures=True)
+            _send(pids, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_GRACE_S
+            while _send(pids, 0) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            _send(pids, signal.SIGKILL)
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _send(pids: list[int], signum: int) -> int:
+    """Send ``signum`` to each process still there (0: none, only look); how many were there."""
+    there = 0
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signum)
+            there += 1
+    return there
+
+
+#: Seconds a local worker has to end its job and exit once its caller was stopped.
+STOP_GRACE_S = 2.0
+
+
+#: In a local worker: set by SIGTERM, after which no job starts (those already queued included).
+_stopping = False
+
+
+def _worker_start() -> None:
+    """In each local worker: SIGTERM raises SystemExit, which ends the job it runs, and no later
+    job starts; the worker then exits as it does when the pool closes, cleaning up what it holds
+    (a killed worker leaves its semaphores to the resource tracker, which warns of them). Ctrl-C,
+    which a terminal sends to the workers too, is left to the caller, which stops them so."""
+    signal.signal(signal.SIGTERM, _exit_worker)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _exit_worker(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    _stopping = True
+    raise SystemExit(128 + signum)
+
+
+def _job(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a local worker, unless the worker was told to stop."""
+    if _stopping:
+        raise SystemExit(128 + signal.SIGTERM)
+    return fn(*args)
 
 
 def _missing(kind: str, path: str) -> InstanceError:

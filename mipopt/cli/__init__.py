@@ -2,8 +2,9 @@
 
 Each command module offers ``add_parser(subparsers)`` and ``run(args) -> int``; this module
 assembles them and turns errors into exit codes. Exit codes: 0 success; 1 a verified solution
-breaks a rule; 2 bad input (one line naming the file, the JSON path and the rule); 130 a solve
-stopped by Ctrl-C after printing its best placement.
+breaks a rule; 2 bad input (one line naming the file, the JSON path and the rule); 130 and 143
+stopped by Ctrl-C or SIGTERM (a solve after printing and writing its best placement); 141 the
+output's reader left before a write that could not be dropped (:mod:`mipopt.cli.signals`).
 
 A command imports the heavy packages (Pyomo, the solvers, pandas, matplotlib) only when it runs,
 so ``mipopt info`` and ``mipopt validate`` start in a fraction of a second.
@@ -27,13 +28,14 @@ from mipopt.cli import (
     partitions,
     plan,
     show,
+    signals,
     simulate,
     solve,
     sweep,
     validate,
     verify,
 )
-from mipopt.cli.common import EXIT_BAD_INPUT, EXIT_OK, BadInput
+from mipopt.cli.common import EXIT_BAD_INPUT, BadInput
 
 #: In the order of ``mipopt --help``.
 COMMANDS = (
@@ -74,7 +76,8 @@ commands by task:
   experiment   generate, simulate, hindsight, bench
 
 `mipopt COMMAND --help` describes a command's options.
-exit status: 0 done; 1 a solution breaks a rule (verify); 2 bad input; 130 interrupted.
+exit status: 0 done; 1 a solution breaks a rule (verify); 2 bad input; 130 interrupted (Ctrl-C);
+143 terminated (SIGTERM). A solve stopped either way writes and prints its best placement.
 """
 
 
@@ -94,9 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
-    args = build_parser().parse_args(argv)
-    args.started = started  # a solve's --time-limit counts from here
-    code = _run(args)
+    with signals.command_process():
+        args = build_parser().parse_args(argv)
+        args.started = started  # a solve's --time-limit counts from here
+        code = _run(args)
     stop = sys.modules.get("mipopt.solvers.stop")  # not loaded: no solve ran, none can be left
     if stop is not None and stop.background_solves():
         # a stopped solver still unwinding: the answer is out, do not wait
@@ -112,10 +116,14 @@ def _run(args: argparse.Namespace) -> int:
     except BadInput as err:
         print(f"mipopt: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except BrokenPipeError:  # `mipopt info | head`: the reader left, nothing is wrong
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except OSError as err:  # unwritable --out or --png
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (signals.Terminated): nothing half-written
+        signum = signals.stop_signal(err)
+        print(f"mipopt: {signals.signal_word(signum)}", file=sys.stderr)
+        return signals.EXIT_SIGNAL_BASE + signum
+    except BrokenPipeError:  # a write the reader's leaving cut short, unguarded: never a success
+        signals.drop_output()  # what is still buffered goes nowhere at exit
+        return signals.EXIT_BROKEN_PIPE
+    except OSError as err:  # unwritable --out or --png, named as the user gave it (cli.outputs)
         target = err.filename or ""
         print(f"mipopt: error: cannot write {target}: {err.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -18,6 +18,7 @@ from mipopt.cli.common import (
     progress_argument,
     read_instance,
 )
+from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
 
 
@@ -81,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         methods = parse_methods(args.methods)
     except InstanceError as err:
         raise BadInput(flagged(err)) from None
+    outputs = Outputs(args.instances)
+    outputs.file("--out", args.out)
     instances = [read_instance(path) for path in args.instances]
     if args.generate is not None:
         from mipopt.workloads import ibm_instance
@@ -107,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         except InstanceError as err:
             raise BadInput(flagged(err)) from None
     if args.out:
-        write_csv(args.out, rows)
+        with outputs.writing() as staged:
+            write_csv(staged.path(args.out), rows)
     summaries = summarize(rows)
     if args.json:
         print_json({"rows": [r.to_dict() for r in rows], "summary": [s.to_dict() for s in summaries]})

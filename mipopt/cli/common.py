@@ -10,7 +10,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
@@ -88,18 +87,6 @@ def gpu_model(name: str) -> GpuModel:
         return get_model(name)
     except KeyError as err:
         raise BadInput(str(err.args[0])) from None
-
-
-def refuse_overwriting(flag: str, out: str | None, inputs: list[Path]) -> None:
-    """Refuse an output file that is one of the inputs, or inside an input directory."""
-    if out is None:
-        return
-    target = Path(out).resolve()
-    for path in inputs:
-        if path.resolve() == target:
-            raise BadInput(f"{flag}: {out} is an input; write the result to another file")
-        if path.is_dir() and target.parent == path.resolve():
-            raise BadInput(f"{flag}: {out} is in the input directory {path}; write it elsewhere")
 
 
 def print_json(data: object) -> None:

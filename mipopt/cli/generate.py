@@ -6,6 +6,7 @@ import argparse
 
 from mipopt.catalog import get_model
 from mipopt.cli.common import EXIT_OK, BadInput, count, fraction, non_negative, print_json
+from mipopt.cli.outputs import Outputs
 from mipopt.io import write_json
 
 
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from mipopt.instance import instance_to_dict
     from mipopt.workloads import ibm_instance
 
+    outputs = Outputs()
+    outputs.file("--out", args.out)
     try:
         model = get_model(args.model).name
     except KeyError as err:
@@ -74,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         print_json(data)
         return EXIT_OK
-    write_json(args.out, data)
+    with outputs.writing() as staged:
+        write_json(staged.path(args.out), data)
     used = len({w.placement.gpu for w in inst.running if w.placement})
     print(
         f"wrote {args.out}: {inst.name!r}: {len(inst.hosts)} hosts, {len(inst.gpus)} GPUs ({used} used), "

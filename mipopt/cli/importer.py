@@ -8,7 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 from mipopt._fields import name_problem
-from mipopt.cli.common import EXIT_OK, BadInput, print_json, read_instance, refuse_overwriting
+from mipopt.cli.common import EXIT_OK, BadInput, print_json, read_instance
+from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance
 from mipopt.io import write_json
@@ -120,8 +121,8 @@ def run_nvidia_smi(args: argparse.Namespace) -> int:
     from mipopt.interop import instance_from_nvidia_smi
 
     hosts = _hosts(args)
-    inputs = [f for files in hosts.values() for f in files]
-    refuse_overwriting("--out", args.out, inputs + ([Path(args.merge)] if args.merge else []))
+    outputs = Outputs([f for files in hosts.values() for f in files] + [args.merge])
+    outputs.file("--out", args.out)
     base = read_instance(args.merge) if args.merge else None
     try:
         inst = instance_from_nvidia_smi(
@@ -129,23 +130,23 @@ def run_nvidia_smi(args: argparse.Namespace) -> int:
         )
     except InstanceError as err:
         raise BadInput(_flagged(err)) from None
-    return _finish(args, inst, base)
+    return _finish(args, inst, base, outputs)
 
 
 def run_kubernetes(args: argparse.Namespace) -> int:
     from mipopt.interop import instance_from_kubernetes
 
-    inputs = [Path(args.nodes)] + ([Path(args.pods)] if args.pods else [])
-    refuse_overwriting("--out", args.out, inputs + ([Path(args.merge)] if args.merge else []))
+    outputs = Outputs([args.nodes, args.pods, args.merge])
+    outputs.file("--out", args.out)
     base = read_instance(args.merge) if args.merge else None
     try:
         result = instance_from_kubernetes(args.nodes, args.pods, name=args.name)
     except InstanceError as err:
         raise BadInput(_flagged(err)) from None
-    return _finish(args, result.instance, base)
+    return _finish(args, result.instance, base, outputs)
 
 
-def _finish(args: argparse.Namespace, inst: Instance, base: Instance | None) -> int:
+def _finish(args: argparse.Namespace, inst: Instance, base: Instance | None, outputs: Outputs) -> int:
     """Merge, write and print the instance; its notes (the import's and the merge's) go to stderr."""
     from mipopt.instance.parse import instance_to_dict
     from mipopt.interop import merge_import
@@ -158,7 +159,8 @@ def _finish(args: argparse.Namespace, inst: Instance, base: Instance | None) -> 
             raise BadInput(f"--merge {args.merge}: {err}") from None
         notes += merged
     if args.out:
-        write_json(args.out, instance_to_dict(inst))
+        with outputs.writing() as staged:
+            write_json(staged.path(args.out), instance_to_dict(inst))
     if args.json:
         print_json(instance_to_dict(inst))
     else:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mipopt.cli.common import (
@@ -18,8 +17,8 @@ from mipopt.cli.common import (
     print_written,
     read_instance,
     read_solution,
-    refuse_overwriting,
 )
+from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
 from mipopt.io import write_json, write_text
@@ -84,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--emit: must be one of {', '.join(EMIT_FORMS)}, got {args.emit!r}")
     if args.emit_file and args.emit is None:
         raise BadInput("--emit-file: give --emit FORM too")
+    outputs = Outputs([args.instance, args.target])
     for flag, path in (("--out", args.out), ("--png", args.png), ("--emit-file", args.emit_file)):
-        refuse_overwriting(flag, path, [Path(args.instance), Path(args.target)])
+        outputs.file(flag, path)
     inst = read_instance(args.instance)
     target = read_solution(args.target)
     plan = plan_to(
@@ -98,14 +98,17 @@ def run(args: argparse.Namespace) -> int:
         max_restarts=args.max_restarts,
         max_moved_gb=args.max_moved_gb,
     )
-    if args.out:
-        write_json(args.out, plan.to_dict())
-    if args.png:
-        plan_png(inst, plan, args.png, title=f"{inst.name}: to {target.method}")
-    if args.emit is not None:
-        text = emit(inst, plan, args.emit)
+    text = emit(inst, plan, args.emit) if args.emit is not None else ""
+    with outputs.writing() as staged:
+        if args.out:
+            write_json(staged.path(args.out), plan.to_dict())
+        if args.png:
+            plan_png(inst, plan, staged.path(args.png), title=f"{inst.name}: to {target.method}")
         if args.emit_file:
-            write_text(args.emit_file, text, executable=args.emit in ("nvidia-smi", "nvml-python"))
+            script = args.emit in ("nvidia-smi", "nvml-python")
+            write_text(staged.path(args.emit_file), text, executable=script)
+    if args.emit is not None:
+        if args.emit_file:
             print(f"wrote {args.emit_file}")
         else:
             print(text, end="")

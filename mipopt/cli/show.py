@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from mipopt.cli.common import EXIT_OK, BadInput, instance_argument, read_instance, read_solution
+from mipopt.cli.outputs import Outputs
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,6 +22,8 @@ def run(args: argparse.Namespace) -> int:
     from mipopt.instance.view import gpus_text
     from mipopt.render import placement as render
 
+    outputs = Outputs([args.instance, args.solution])
+    outputs.file("--png", args.png)
     inst = read_instance(args.instance)
     if args.solution:
         sol = read_solution(args.solution)
@@ -42,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if state := state_text(inst):
         print(state)
     if args.png:
-        render.png(inst, placed, args.png, title)
+        with outputs.writing() as staged:
+            render.png(inst, placed, staged.path(args.png), title)
         print(f"wrote {args.png}")
     return EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from mipopt._fields import parse_options
 from mipopt.cli.common import (
     EXIT_OK,
     BadInput,
@@ -16,6 +17,11 @@ from mipopt.cli.common import (
     print_json,
     progress_argument,
 )
+from mipopt.cli.outputs import Outputs
+from mipopt.errors import InstanceError
+
+#: The files ``--out DIR`` holds.
+OUT_FILES = ("series.csv", "summary.csv", "series.png")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +64,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="let rejected requests wait this long instead of dropping them (adds waiting times, abandoned)",
     )
     p.add_argument("--debug", action="store_true", help="verify the state after every event (slow)")
-    p.add_argument("--out", metavar="DIR", help="write series.csv, summary.csv and series.png there")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write series.csv, summary.csv and series.png there, replacing an earlier run's as a set",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     executor_argument(p, "replays (runs x policies)")
     progress_argument(p, "progress bar")
@@ -78,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         "queue_timeout": args.queue_timeout,
         "debug": args.debug,
     }
+    outputs = Outputs(workload_files(args.workload))
+    outputs.directory("--out", args.out, OUT_FILES)
     with ProgressBar.for_args(args) as bar:
         try:
             series, summary = compare(
@@ -95,10 +107,11 @@ def run(args: argparse.Namespace) -> int:
     header = run_header(args.workload, summary)
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for name, frame in (("series.csv", series), ("summary.csv", summary)):
-            write_text(out / name, frame.to_csv(index=False))
-        plot_series(series, out / "series.png", title=header, time_unit=str(summary["time_unit"].iloc[0]))
+        with outputs.writing() as staged:
+            for name, frame in (("series.csv", series), ("summary.csv", summary)):
+                write_text(staged.path(out / name), frame.to_csv(index=False))
+            unit = str(summary["time_unit"].iloc[0])
+            plot_series(series, staged.path(out / "series.png"), title=header, time_unit=unit)
     if args.json:
         print_json(
             {"summary": summary.to_dict(orient="records"), "means": table.reset_index().to_dict("records")}
@@ -109,3 +122,12 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             print(f"\nwrote {args.out}/series.csv, summary.csv, series.png")
     return EXIT_OK
+
+
+def workload_files(spec: str) -> list[str]:
+    """The files a workload spec reads (``cluster=``, ``path=``), which no output may replace."""
+    try:
+        options = parse_options(spec.partition(":")[2], "--workload")
+    except InstanceError:  # a bad spec is reported when the trace is made
+        return []
+    return [options[key] for key in ("cluster", "path") if isinstance(options.get(key), str)]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import TYPE_CHECKING
 
+from mipopt._signals import STOP_SIGNALS
 from mipopt.cli.common import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     FLAGS,
     BadInput,
@@ -20,7 +21,9 @@ from mipopt.cli.common import (
     solver_arguments,
     wants_progress,
 )
+from mipopt.cli.outputs import Outputs
 from mipopt.cli.plan import DEFAULT_SEMANTICS, SEMANTICS_METAVAR, check_plan_options, plan_to
+from mipopt.cli.signals import EXIT_SIGNAL_BASE, signal_word
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution, Termination, solution_to_dict
 from mipopt.instance.summary import value_text
@@ -28,6 +31,7 @@ from mipopt.io import write_json
 
 if TYPE_CHECKING:
     from mipopt.exact.driver import StageEvent
+    from mipopt.solvers.stop import StopFlag
 
 #: Time kept back per workload to print and write a solution (0.6 s at 50,000 workloads).
 OUTPUT_S_PER_WORKLOAD = 2e-5
@@ -123,29 +127,49 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"{flag}: method {what} does not take {flag} (it takes: {takes})")
     if args.plan or args.semantics != DEFAULT_SEMANTICS:  # the check loads the planners (networkx)
         check_plan_options(args.semantics, "graph")
+    outputs = Outputs([args.instance])
+    outputs.file("--out", args.out)
+    outputs.file("--plan", args.plan)
     inst = read_instance(args.instance)
-    sol = _solve(inst, spec.name, given, args) if spec.kind == "exact" else _call(inst, spec.name, given)
+    if spec.kind != "exact":
+        return _finish(inst, _call(inst, spec.name, given), args, outputs, None)
+    from mipopt.solvers.stop import catch_sigint
+
+    # Ctrl-C and SIGTERM stop the solve, which keeps its best placement; until it is written and
+    # printed, so that a stop while it is written still writes it
+    with catch_sigint(signals=STOP_SIGNALS) as stop:
+        return _finish(inst, _solve(inst, spec.name, given, args, stop), args, outputs, stop)
+
+
+def _finish(
+    inst: Instance, sol: Solution, args: argparse.Namespace, outputs: Outputs, stop: StopFlag | None
+) -> int:
+    """Plan (--plan), write the files, print the summary; the exit code (a stop's: 130, 143)."""
     plan = None
     if args.plan:  # parks are restarts too: the plan holds the budget the answer holds
         budget = {"max_restarts": args.max_restarts, "max_moved_gb": args.max_moved_gb}
         plan = plan_to(inst, sol, "--plan", args.semantics, "graph", None, **budget)
-    if args.out:
-        write_json(args.out, solution_to_dict(sol))
-    if plan is not None:
-        write_json(args.plan, plan.to_dict())
+    with outputs.writing() as staged:
+        if args.out:
+            write_json(staged.path(args.out), solution_to_dict(sol))
+        if plan is not None:
+            write_json(staged.path(args.plan), plan.to_dict())
     if args.json:
         print_json(solution_to_dict(sol))
     else:
-        print(sol.summary(inst, joint=spec.kind == "exact" and args.use_case in (None, "joint")))
+        print(sol.summary(inst, joint=stop is not None and args.use_case in (None, "joint")))
         if plan is not None:
             from mipopt.render.plan import plan_text
 
             print(f"\n{plan_text(inst, plan)}")
         print_written(args.out, args.plan)
-    if sol.termination is Termination.INTERRUPTED:
-        print("mipopt: interrupted: the best placement found is above (status feasible)", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_OK
+    signum = stop.signum if stop is not None else None
+    if signum is None and sol.termination is not Termination.INTERRUPTED:
+        return EXIT_OK
+    signum = signum or signal.SIGINT
+    word = signal_word(signum)
+    print(f"mipopt: {word}: the best placement found is above (status {sol.status.value})", file=sys.stderr)
+    return EXIT_SIGNAL_BASE + signum
 
 
 def _options(args: argparse.Namespace) -> dict[str, object]:
@@ -173,18 +197,17 @@ def _call(inst: Instance, method: str, options: dict[str, object]) -> Solution:
         raise BadInput(flagged(err)) from None
 
 
-def _solve(inst: Instance, method: str, options: dict[str, object], args: argparse.Namespace) -> Solution:
-    """An exact solve under one deadline; Ctrl-C stops it and keeps the best placement found."""
-    from mipopt.solvers.stop import catch_sigint
-
+def _solve(
+    inst: Instance, method: str, options: dict[str, object], args: argparse.Namespace, stop: StopFlag
+) -> Solution:
+    """An exact solve under one deadline; ``stop`` (Ctrl-C, SIGTERM) ends it with the best placement found."""
     control: dict[str, object] = {}
     # the limit holds for the whole command: reading the instance and writing the answer count too
     if args.time_limit is not None:
         control["deadline"] = args.started + args.time_limit - OUTPUT_S_PER_WORKLOAD * len(inst.workloads)
     if wants_progress(args) and args.model != "wpm":
         control["progress"] = _print_stage
-    with catch_sigint() as stop:
-        return _call(inst, method, {**options, **control, "stop": stop})
+    return _call(inst, method, {**options, **control, "stop": stop})
 
 
 def _print_stage(event: StageEvent) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mipopt.cli.common import (
@@ -17,7 +18,11 @@ from mipopt.cli.common import (
     read_instance,
     solver_arguments,
 )
+from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
+
+#: The names of --solutions' files: point-001.json, ...
+SOLUTION_PREFIX = "point-"
 
 if TYPE_CHECKING:
     from mipopt.exact.sweep import Front
@@ -49,7 +54,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--csv", metavar="FILE", help="write the front as CSV (atomically)")
     p.add_argument("--png", metavar="FILE", help="draw acceptance against hardware (atomically)")
     p.add_argument(
-        "--solutions", metavar="DIR", help="write each point's solution JSON to DIR/point-NNN.json"
+        "--solutions",
+        metavar="DIR",
+        help="write each point's solution JSON to DIR/point-NNN.json (an older front's point-*.json there go)",
     )
     p.add_argument("--json", action="store_true", help="print the front as JSON (several: a list)")
     executor_argument(p, "instances' sweeps")
@@ -73,9 +80,19 @@ def front_of(
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _save_solutions(front: Front, staging: Path, directory: str) -> Front:
+    """Write each point's solution into ``staging``; the front names them in ``directory``."""
+    from dataclasses import replace
 
+    saved = front.save_solutions(staging, prefix=SOLUTION_PREFIX)
+    points = [
+        replace(p, solution_file=str(Path(directory) / Path(p.solution_file or "").name))
+        for p in saved.points
+    ]
+    return replace(saved, points=tuple(points))
+
+
+def run(args: argparse.Namespace) -> int:
     from mipopt.exact.sweep import DEFAULT_MAX_POINTS, parse_objectives
     from mipopt.executors import run_jobs, runs_here
     from mipopt.registry import sweep
@@ -98,6 +115,14 @@ def run(args: argparse.Namespace) -> int:
         objectives = parse_objectives(args.objectives)
     except InstanceError as err:
         raise BadInput(flagged(err)) from None
+    outputs = Outputs(args.instances)
+    stems = [Path(p).stem for p in args.instances]
+    outputs.directory(
+        "--out-dir", args.out_dir, [f"{s}.front.{kind}" for s in stems for kind in ("csv", "png")]
+    )
+    outputs.file("--csv", args.csv)
+    outputs.file("--png", args.png)
+    outputs.directory("--solutions", args.solutions, stale=f"{SOLUTION_PREFIX}*.json")
     insts = [read_instance(path) for path in args.instances]
     options = SolverOptions(time_limit_s=args.time_limit, threads=args.threads, seed=args.seed)
     max_points = DEFAULT_MAX_POINTS if args.max_points is None else args.max_points
@@ -129,24 +154,24 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:  # InstanceError too
             raise BadInput(flagged(err)) from None
     results = []
-    for path, front in zip(args.instances, fronts, strict=True):
-        csv_path, png_path = args.csv, args.png
-        if args.out_dir:
-            out = Path(args.out_dir)
-            out.mkdir(parents=True, exist_ok=True)
-            stem = Path(path).stem
-            csv_path, png_path = out / f"{stem}.front.csv", out / f"{stem}.front.png"
-        written = []
-        if args.solutions:
-            front = front.save_solutions(args.solutions)
-            written.append(f"{len(front.points)} solutions in {args.solutions}")
-        if csv_path:
-            front.to_csv(csv_path)
-            written.append(str(csv_path))
-        if png_path:
-            front.plot(png_path)
-            written.append(str(png_path))
-        results.append((front, written))
+    with outputs.writing() as staged:
+        for path, front in zip(args.instances, fronts, strict=True):
+            csv_path, png_path = args.csv, args.png
+            if args.out_dir:
+                csv_path, png_path = (
+                    Path(args.out_dir) / f"{Path(path).stem}.front.{k}" for k in ("csv", "png")
+                )
+            written = []
+            if args.solutions:
+                front = _save_solutions(front, staged.directory(args.solutions), args.solutions)
+                written.append(f"{len(front.points)} solutions in {args.solutions}")
+            if csv_path:
+                front.to_csv(staged.path(csv_path))
+                written.append(str(csv_path))
+            if png_path:
+                front.plot(staged.path(png_path))
+                written.append(str(png_path))
+            results.append((front, written))
     if args.json:
         dicts = [front.to_dict() for front, _ in results]
         print_json(dicts[0] if len(dicts) == 1 else dicts)

@@ -36,11 +36,13 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import FrameType
 from typing import Generic, TypeVar
+
+from mipopt._signals import replaced_handlers
 
 REASON_INTERRUPTED = "interrupted"
 """The reason :meth:`StopFlag.set` records by default, and the one Ctrl-C gives."""
@@ -66,26 +68,34 @@ class StopFlag:
         Absolute ``time.monotonic()`` seconds after which work should stop, or None. The deadline
         does not set the flag; :attr:`expired` reports it.
 
+    Attributes
+    ----------
+    signum
+        The number of the signal whose handler set the flag (:func:`catch_sigint`), or None.
+
     Notes
     -----
     The first reason given to :meth:`set` is kept. The lock is reentrant, so the flag can be set
     from a signal handler that interrupts the main thread while it holds the lock.
     """
 
-    __slots__ = ("_cond", "_reason", "deadline")
+    __slots__ = ("_cond", "_reason", "deadline", "signum")
 
     def __init__(self, deadline: float | None = None) -> None:
         if deadline is not None and math.isnan(deadline):
             raise ValueError("deadline must be a number, got nan")
         self.deadline = deadline
         self._reason: str | None = None
+        self.signum: int | None = None
         self._cond = threading.Condition(threading.RLock())
 
-    def set(self, reason: str = REASON_INTERRUPTED) -> None:
-        """Ask every solve sharing this flag to stop; the first reason given is kept."""
+    def set(self, reason: str = REASON_INTERRUPTED, *, signum: int | None = None) -> None:
+        """Ask every solve sharing this flag to stop; the first reason given is kept, with the
+        number of the signal that gave it (:attr:`signum`, None when no signal did)."""
         with self._cond:
             if self._reason is None:
                 self._reason = reason
+                self.signum = signum
             self._cond.notify_all()
 
     @property
@@ -117,13 +127,21 @@ class StopFlag:
 
 
 @contextmanager
-def catch_sigint(flag: StopFlag | None = None) -> Iterator[StopFlag]:
+def catch_sigint(
+    flag: StopFlag | None = None, *, signals: Sequence[int] = (signal.SIGINT,)
+) -> Iterator[StopFlag]:
     """Turn the first Ctrl-C into ``flag.set("interrupted")``; a second one raises KeyboardInterrupt.
 
     Parameters
     ----------
     flag
         The flag to set; None makes a new one.
+    signals
+        The signals caught, Ctrl-C's SIGINT by default; ``(SIGINT, SIGTERM)`` stops on SIGTERM
+        too, as the ``mipopt`` command does. The first of them sets the flag and records its
+        number in :attr:`StopFlag.signum`; a second one goes to the handler that was there before
+        (Python's for SIGINT raises KeyboardInterrupt), or raises KeyboardInterrupt when that
+        was the system default.
 
     Yields
     ------
@@ -132,9 +150,9 @@ def catch_sigint(flag: StopFlag | None = None) -> Iterator[StopFlag]:
 
     Notes
     -----
-    Signal handlers can only be installed from the main thread: elsewhere, and when SIGINT is
-    ignored (a process started in the background), this does nothing but yield the flag. The
-    previous handler is restored on exit.
+    Signal handlers can only be installed from the main thread: elsewhere, and for a signal that
+    is ignored (SIGINT of a process started in the background), this does nothing but yield the
+    flag. The previous handlers are restored on exit.
 
     Examples
     --------
@@ -142,33 +160,27 @@ def catch_sigint(flag: StopFlag | None = None) -> Iterator[StopFlag]:
     >>> with catch_sigint() as flag:
     ...     os.kill(os.getpid(), signal.SIGINT)
     ...     _ = flag.wait(5)
-    >>> flag.reason
-    'interrupted'
+    >>> flag.reason, flag.signum == signal.SIGINT
+    ('interrupted', True)
     """
     flag = flag if flag is not None else StopFlag()
-    if threading.current_thread() is not threading.main_thread():
-        yield flag
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is signal.SIG_IGN:
-        yield flag
-        return
     presses = 0
+    previous: dict[int, object] = {}
 
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal presses
         presses += 1
-        if presses > 1:
-            raise KeyboardInterrupt
-        flag.set(REASON_INTERRUPTED)
+        if presses == 1:
+            flag.set(REASON_INTERRUPTED, signum=signum)
+            return
+        before = previous.get(signum)
+        if callable(before):
+            before(signum, frame)
+        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, on_sigint)
-    try:
+    with replaced_handlers(on_signal, tuple(signals)) as replaced:
+        previous.update(replaced)
         yield flag
-    finally:
-        # getsignal answers None for a handler installed outside Python: the default is the
-        # closest we can restore.
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 @dataclass(frozen=True, slots=True)
