@@ -362,14 +362,17 @@ def write_text(path: str | Path, text: str, *, executable: bool = False) -> None
 def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool, executable: bool = False) -> None:
     """Write through ``write(file)`` to a temporary file beside ``path``, then rename it into place.
 
-    A path that exists and is not a regular file (``/dev/null``, a pipe) is written in place:
+    A device, a named pipe or a standard stream (:func:`written_in_place`) is written in place:
     renaming over it would replace the device with a file. The file gets the permissions of
     the file it replaces, or of a new file under the process's umask (``mkstemp`` alone
     would leave it readable by its owner only).
     """
-    if path.exists() and not path.is_file() and not path.is_dir():
-        with open(path, "w", encoding="utf-8", newline="") if text else open(path, "wb") as fh:
-            write(fh)
+    if written_in_place(path):
+        try:
+            with open(path, "w", encoding="utf-8", newline="") if text else open(path, "wb") as fh:
+                write(fh)
+        except OSError as err:  # a write error names no file: name the one the user asked for
+            raise OSError(err.errno, err.strerror, str(path)) from None
         return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
@@ -384,6 +387,20 @@ def write_atomic(path: Path, write: Callable[[Any], object], *, text: bool, exec
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def written_in_place(path: str | Path) -> bool:
+    """Whether ``path`` is written in place rather than replaced by a rename: a device or a named
+    pipe (``/dev/null``), or a standard stream (``/dev/stdout``, ``/proc/self/fd/1``), which may
+    lead to a regular file but must stay the link it is.
+
+    >>> written_in_place("/dev/stdout"), written_in_place("out.json")
+    (True, False)
+    """
+    path = Path(os.path.abspath(path))
+    if str(path.parent) in ("/dev", "/dev/fd") or path.parts[1:2] == ("proc",):
+        return True
+    return path.exists() and not path.is_file() and not path.is_dir()
 
 
 def _umask() -> int:

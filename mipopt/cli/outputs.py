@@ -36,6 +36,7 @@ from pathlib import Path
 
 from mipopt._signals import held_signals
 from mipopt.cli.common import BadInput
+from mipopt.io import written_in_place
 
 #: Prefix and suffix of the staging directories (a leftover one is safe to delete).
 STAGING_PREFIX, STAGING_SUFFIX = ".mipopt-", ".tmp"
@@ -70,13 +71,6 @@ class _Target:
         return path.parent == self.path and (
             path.name in self.names or (self.stale is not None and fnmatch.fnmatchcase(path.name, self.stale))
         )
-
-
-def _in_place(path: Path) -> bool:
-    """A device, a named pipe or a standard stream (``/dev/stdout``): written, never renamed over."""
-    if str(path.parent) in ("/dev", "/dev/fd") or str(path).startswith("/proc/"):
-        return True
-    return path.exists() and not path.is_file() and not path.is_dir()
 
 
 def _cannot(given: str, code: int) -> BadInput:
@@ -147,7 +141,7 @@ class Outputs:
         text = os.fspath(given)
         target = _Target(flag, text, Path(os.path.abspath(text)))
         self._check_target(target)
-        if not _in_place(target.path):
+        if not written_in_place(target.path):
             if target.path.is_dir():
                 raise _cannot(text, errno.EISDIR)
             _check_folder(text, target.path.parent)
@@ -291,7 +285,7 @@ class Staged:
         absolute = Path(os.path.abspath(final))
         target = self._target(absolute)
         shown = target.given if target.names is None else os.path.join(target.given, absolute.name)
-        if _in_place(absolute):
+        if written_in_place(absolute):
             if self.private is None:
                 self.private = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, suffix=STAGING_SUFFIX))
             staged = self.private / f"{len(self.files)}-{absolute.name}"

@@ -457,3 +457,9 @@ def test_a_broken_pipe_the_command_did_not_survive_is_never_success(
     monkeypatch.setattr("mipopt.cli.verify.run", cut)  # main builds its parser after this
     assert main(["verify", str(QUICKSTART), str(QUICKSTART)]) == 141
     assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_the_library_names_a_device_it_cannot_write() -> None:
+    with pytest.raises(OSError, match=r"No space left on device: '/dev/full'"):
+        write_json("/dev/full", {"a": 1})
