@@ -143,6 +143,8 @@ class Instance:
     _host: dict[str, Host] = field(init=False, repr=False, compare=False)
     _workload: dict[str, Workload] = field(init=False, repr=False, compare=False)
     _models: dict[str, GpuModel] = field(init=False, repr=False, compare=False)
+    _running: tuple[Workload, ...] = field(init=False, repr=False, compare=False)
+    _new: tuple[Workload, ...] = field(init=False, repr=False, compare=False)
     _path: Path | None = field(default=None, kw_only=True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -150,6 +152,9 @@ class Instance:
         object.__setattr__(self, "_models", {g.model.name: g.model for g in self.gpus})
         object.__setattr__(self, "_host", {h.id: h for h in self.hosts})
         object.__setattr__(self, "_workload", {w.id: w for w in self.workloads})
+        # read once per GPU by the models' warm starts: a scan each time was quadratic
+        object.__setattr__(self, "_running", tuple(w for w in self.workloads if w.running))
+        object.__setattr__(self, "_new", tuple(w for w in self.workloads if not w.running))
         _check(self)
 
     # --- lookups
@@ -182,7 +187,7 @@ class Instance:
 
     @property
     def running(self) -> tuple[Workload, ...]:
-        return tuple(w for w in self.workloads if w.running)
+        return self._running
 
     def current_placement(self) -> dict[str, tuple[str, int]]:
         """Where the running workloads are now: workload id -> (GPU id, start)."""
@@ -190,7 +195,7 @@ class Instance:
 
     @property
     def new(self) -> tuple[Workload, ...]:
-        return tuple(w for w in self.workloads if not w.running)
+        return self._new
 
     @property
     def unknown_layout(self) -> tuple[str, ...]:

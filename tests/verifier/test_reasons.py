@@ -12,8 +12,11 @@ from typing import Any
 import jsonschema
 import pytest
 from factories import ROOT
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from mipopt import registry
+from mipopt.errors import InstanceError
 from mipopt.instance import (
     Instance,
     InstanceBuilder,
@@ -427,3 +430,78 @@ def test_rejection_is_a_frozen_value() -> None:
     assert r.to_dict() == {"workload": "w", "reason": "not-chosen", "message": "m"}
     with pytest.raises(AttributeError):
         r.code = "no-profile"  # type: ignore[misc]
+
+
+# --- the instance's reasons from an index of hosts by GPU model (issue 24)
+
+_MODELS = ("A30-24GB", "A100-40GB", "H100-80GB")
+_PROFILES = ("1g.5gb", "1g.6gb", "1g.10gb", "3g.20gb", "4g.24gb", 9, 19)
+_CAPS = (None, 4.0, 8.0, 16.0)
+
+
+def _scanned(inst: Instance) -> list[tuple[str, str, str]]:
+    """The instance's reasons as they were found before the index: every GPU scanned for each
+    workload's eligible hosts (the reference the index must agree with)."""
+    from mipopt.verifier.reasons import _capacity_text, _HostCaps, room_for
+
+    out = []
+    for w in inst.new:
+        having = [m for m in inst.models.values() if m.find(w.profile) is not None]
+        eligible = {m.name for m in having if inst.profile_on(w, m) is not None}
+        if not having or not eligible:
+            code = "no-profile" if not having else "gpu-models"
+            out.append((w.id, code, ""))  # the messages of these two are tested by hand above
+            continue
+        with_gpu = {g.host for g in inst.gpus if g.model.name in eligible}
+        hosts = [_HostCaps(h.id, h.cpu, h.ram_gb) for h in inst.hosts if h.id in with_gpu]
+        if not any(room_for(h.cpu, w.cpu) and room_for(h.ram_gb, w.ram_gb) for h in hosts):
+            out.append((w.id, "host-capacity", _capacity_text(w, hosts)))
+    return out
+
+
+@st.composite
+def _mixed_clusters(draw: st.DrawFn) -> Instance:
+    """Hosts of mixed models and capacities (some without GPUs); requests alike and not, some
+    asking for models the cluster lacks."""
+    b = InstanceBuilder("mixed")
+    for h in range(draw(st.integers(1, 5))):
+        models = draw(st.lists(st.sampled_from(_MODELS), min_size=h > 0, max_size=3))  # h0 may have none
+        caps = {k: c for k in ("cpu", "ram_gb") if (c := draw(st.sampled_from(_CAPS))) is not None}
+        b.add_host(f"h{h}", {f"h{h}-g{i}": m for i, m in enumerate(models)}, **caps)
+    for k in range(draw(st.integers(1, 12))):
+        profile = draw(st.sampled_from(_PROFILES))
+        allowed = draw(st.none() | st.lists(st.sampled_from(_MODELS), min_size=1, max_size=2, unique=True))
+        need = {
+            "cpu": draw(st.sampled_from((0.0, 6.0, 12.0))),
+            "ram_gb": draw(st.sampled_from((0.0, 6.0, 12.0))),
+        }
+        b.add_workload(f"w{k}", profile, gpu_models=allowed, **need)
+    try:
+        return b.build()
+    except InstanceError:  # a profile no model of the cluster (or of gpu_models) has: refused on input
+        assume(False)
+        raise
+
+
+@settings(max_examples=60, deadline=None)
+@given(_mixed_clusters())
+def test_the_index_of_hosts_by_model_gives_the_reasons_a_scan_of_every_gpu_gives(inst: Instance) -> None:
+    got = [(r.workload, r.code, r.message if r.code == "host-capacity" else "") for r in unplaceable(inst)]
+    assert got == _scanned(inst)
+
+
+def test_alike_requests_share_one_answer_under_their_own_ids() -> None:
+    inst = build(
+        [("h1", {"a": "A100-40GB"}, {"cpu": 4}), ("h2", {"h": "H100-80GB"}, {"cpu": 16})],
+        [
+            ("x", "1g.5gb", {"cpu": 8}),  # only the A100's host has the profile: short of cpu
+            ("y", "1g.5gb", {"cpu": 8}),
+            ("z", "1g.10gb", {"cpu": 8}),  # on both models: the H100's host has the cpu
+            ("v", "1g.5gb", {"cpu": 2}),
+        ],
+    )
+    message = "needs cpu 8, the most any host with an eligible GPU has is 4 (h1)"
+    assert [(r.workload, r.code, r.message) for r in unplaceable(inst)] == [
+        ("x", "host-capacity", message),
+        ("y", "host-capacity", message),
+    ]
