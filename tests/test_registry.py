@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from factories import ROOT
@@ -201,9 +202,9 @@ def test_an_unknown_method_on_the_command_line_is_one_line_and_exit_2(
 def test_threads_beyond_the_cores_are_capped_with_a_warning(
     fig2b: mipopt.Instance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mipopt.solvers.base
+    import mipopt.executors
 
-    monkeypatch.setattr(mipopt.solvers.base, "cpu_count", lambda: 2)
+    monkeypatch.setattr(mipopt.executors, "cpu_count", lambda: 2)
     with pytest.warns(UserWarning) as caught:
         sol = mipopt.solve(fig2b, threads=1000)
     assert [str(w.message) for w in caught] == ["threads: 1000 is more than this machine's 2 cores; using 2"]
@@ -254,3 +255,39 @@ def test_a_made_policy_is_the_named_method(fig2b: mipopt.Instance) -> None:
     assert (grmu.moves, grmu.options) == (True, ("seed", "budget"))
     held = mipopt.solve(fig2b, mipopt.make_policy("grmu"), max_restarts=0)
     assert held.placements == mipopt.solve(fig2b, "grmu", max_restarts=0).placements
+
+
+# --- time for the rejection reasons (issue 24)
+
+
+def test_a_time_limited_exact_solve_leaves_the_reasons_their_time(
+    fig2b: mipopt.Instance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import mipopt.exact.driver
+    from mipopt.registry import EXPLAIN_S_PER_WORKLOAD
+
+    seen: list[float | None] = []
+    solve_exact = mipopt.exact.driver.solve_exact
+
+    def spy(*args: object, **kw: Any) -> mipopt.Solution:
+        seen.append(kw["options"].deadline)
+        return solve_exact(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mipopt.exact.driver, "solve_exact", spy)
+    reserve = EXPLAIN_S_PER_WORKLOAD * len(fig2b.workloads)
+    before = time.monotonic()
+    sol = mipopt.solve(fig2b, time_limit_s=30)
+    after = time.monotonic()
+    (deadline,) = seen
+    assert deadline is not None and before + 30 - reserve <= deadline <= after + 30 - reserve
+    assert sol.status is mipopt.Status.OPTIMAL
+    # a caller's deadline earlier than the limit is the one moved
+    seen.clear()
+    mipopt.solve(fig2b, time_limit_s=30, deadline=before + 20)
+    assert seen == [before + 20 - reserve]
+    # no limit, no deadline: none is made up
+    seen.clear()
+    mipopt.solve(fig2b)
+    assert seen == [None]

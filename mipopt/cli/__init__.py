@@ -13,10 +13,12 @@ so ``mipopt info`` and ``mipopt validate`` start in a fraction of a second.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 
 from mipopt import __version__
 from mipopt.cli import (
@@ -35,7 +37,7 @@ from mipopt.cli import (
     validate,
     verify,
 )
-from mipopt.cli.common import EXIT_BAD_INPUT, BadInput
+from mipopt.cli.common import EXIT_BAD_INPUT, FLAGS, BadInput
 
 #: In the order of ``mipopt --help``.
 COMMANDS = (
@@ -97,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
-    with signals.command_process():
+    with signals.command_process(), _warnings_in_one_line():
         args = build_parser().parse_args(argv)
         args.started = started  # a solve's --time-limit counts from here
         code = _run(args)
@@ -108,6 +110,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+@contextlib.contextmanager
+def _warnings_in_one_line() -> Iterator[None]:
+    """The library's warnings as one ``mipopt: warning:`` line each on stderr, naming the flag
+    where the library names its parameter (``--threads: 1000 is more than ...``), each said once
+    however many stages or solves warn it."""
+    said: set[str] = set()
+
+    def show(message: Warning | str, *_: object, **__: object) -> None:
+        text = " ".join(str(message).split())
+        name, colon, rest = text.partition(": ")
+        if colon and name in FLAGS:
+            text = f"{FLAGS[name]}: {rest}"
+        if text not in said:
+            said.add(text)
+            print(f"mipopt: warning: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -48,7 +48,6 @@ without its objective to tell the two apart (feasible means unbounded).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -57,7 +56,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from mipopt import _fields as f
-from mipopt.executors import cpu_count
+from mipopt.executors import capped_threads
 from mipopt.instance import Status, Termination
 from mipopt.solvers.stop import REASON_INTERRUPTED, REASON_TIME_LIMIT, Limits, StopFlag
 
@@ -83,7 +82,7 @@ class SolverOptions:
         Wall-clock limit in seconds; None for no limit.
     threads
         Worker threads; None for the solver's default. More than the machine's cores
-        (:func:`mipopt.executors.cpu_count`) is capped at their number, with a warning saying so.
+        is capped at their number, with a warning saying so (:func:`mipopt.executors.capped_threads`).
     seed
         Random seed passed to the solver (HiGHS ``random_seed``, CP-SAT ``random_seed``), from 0
         to 2,147,483,647 (32 bits, as CP-SAT takes it).
@@ -138,13 +137,7 @@ class SolverOptions:
             f.seconds_argument(self.time_limit_s, "time_limit_s")
         if self.threads is not None:
             f.count_argument(self.threads, "threads")
-            cores = cpu_count()
-            if self.threads > cores:  # more threads than cores only slow a solve down
-                warnings.warn(
-                    f"threads: {self.threads} is more than this machine's {cores} cores; using {cores}",
-                    stacklevel=3,
-                )
-                object.__setattr__(self, "threads", cores)
+            object.__setattr__(self, "threads", capped_threads(self.threads, stacklevel=3))
         f.seed_argument(self.seed, "seed")
         if self.mip_rel_gap is not None:
             f.gap_argument(self.mip_rel_gap, "mip_rel_gap")

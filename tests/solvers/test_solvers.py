@@ -249,9 +249,9 @@ def test_options_validated(kwargs, message):
 
 
 def test_threads_beyond_the_cores_are_capped(monkeypatch):
-    import mipopt.solvers.base
+    import mipopt.executors
 
-    monkeypatch.setattr(mipopt.solvers.base, "cpu_count", lambda: 4)
+    monkeypatch.setattr(mipopt.executors, "cpu_count", lambda: 4)
     with pytest.warns(UserWarning, match=r"^threads: 64 is more than this machine's 4 cores; using 4$"):
         assert SolverOptions(threads=64).threads == 4
     with warnings.catch_warnings():
