@@ -201,7 +201,7 @@ def number(value: Any, path: str, *, minimum: float | None = 0.0, maximum: float
     try:
         x = float(value)
     except OverflowError:  # an int beyond a float's range
-        x = math.copysign(math.inf, value)
+        x = math.inf if value > 0 else -math.inf
     if not math.isfinite(x):
         raise InstanceError(path, f"must be a finite number, got {shown(value)}")
     if minimum is not None and x < minimum:

@@ -38,6 +38,11 @@ class InstanceError(ValueError):
         self.rule = rule
         super().__init__(f"{path}: {rule}" if path else rule)
 
+    def __reduce__(self) -> tuple[type[InstanceError], tuple[str, str]]:
+        # pickled as its two fields: an error raised in a worker process (an executor's job)
+        # reaches the caller as the same error, not as a TypeError of unpickling
+        return type(self), (self.path, self.rule)
+
 
 class UnknownMethodError(InstanceError):
     """A method name that :func:`mipopt.methods` does not know; ``path`` names the parameter.

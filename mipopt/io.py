@@ -36,9 +36,9 @@ MAX_JSON_INTEGER = 2**63 - 1
 # a string, its closing quote optional so that no match fails: an unterminated string, or escaped
 # quotes by the thousand, cost one pass instead of one per quote
 _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"?'
-_NOT_BRACKET = re.compile(rf'(?:[^\[\]{{}}"]+|{_STRING})+', re.DOTALL)
+_NOT_BRACKET_OR_QUOTE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
 _BRACKET_OR_STRING = re.compile(rf"{_STRING}|[\[\]{{}}]", re.DOTALL)
-_DEPTH_CHANGE = {"[": 1, "{": 1, "]": -1, "}": -1}
+_DEPTH_CHANGE = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -140,10 +140,16 @@ def _check_depth(text: str, source: str) -> None:
     """Refuse nesting beyond :data:`MAX_JSON_DEPTH`, before a parser recurses into it."""
     if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return
-    # the brackets outside strings by the regular expression engine, their depth summed by
-    # itertools: 0.15 s for a 16,000-GPU instance of 11 MB, about 1 s for 10 MB of brackets
-    brackets = _NOT_BRACKET.sub("", text)
-    if max(accumulate(map(_DEPTH_CHANGE.__getitem__, brackets)), default=0) <= MAX_JSON_DEPTH:
+    # the brackets outside strings, by byte operations only: escapes go (a pair of backslashes,
+    # then an escaped quote), everything but quotes and brackets goes, then pairs of adjacent
+    # quotes (which keeps the parity of the quotes before each bracket, so whether it is in a
+    # string); the few quotes left split the strings off. 0.07 s for a 16,000-GPU instance
+    data = text.encode()
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    kept = data.translate(None, _NOT_BRACKET_OR_QUOTE).replace(b'""', b"")
+    outside = b"".join(kept.split(b'"')[::2])
+    if max(accumulate(map(_DEPTH_CHANGE.__getitem__, outside)), default=0) <= MAX_JSON_DEPTH:
         return
     # too deep: find the bracket beyond the bound
     depth = 0

@@ -152,6 +152,19 @@ def test_the_reader_accepts_valid_json(text: str | bytes, value: Any) -> None:
     assert parse_json(text) == value
 
 
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1])
+def test_brackets_quotes_and_backslashes_in_strings_do_not_count(depth: int) -> None:
+    # strings that close brackets, hold escaped quotes and backslashes, beside each level
+    value: Any = []
+    for _ in range(depth - 2):  # each level a list; the innermost's dict and its list: 2 more
+        value = ['\\"]]}', value, {'k["\\': "}}", "\\": ['"']}]
+    text = json.dumps(value)
+    if depth <= MAX_JSON_DEPTH:
+        assert parse_json(text) == value
+    else:
+        assert "nested deeper than 100 arrays and objects" in refusal(lambda: parse_json(text))
+
+
 def test_escaped_quotes_by_the_hundred_thousand_are_one_pass() -> None:
     # each quote once started a scan to the end of the text: quadratic, minutes for this one
     text = "[" * (MAX_JSON_DEPTH + 1) + '"' + '\\"' * 100_000
@@ -436,3 +449,22 @@ def test_commands_refuse_bad_json_in_one_line(
     code = main(argv)
     out, err = capsys.readouterr()
     assert (code, out, err) == (2, "", f"mipopt: error: {bad}: {BAD_FILES[kind][1]}\n")
+
+
+def test_a_refusal_crosses_a_process_boundary_as_itself() -> None:
+    # executors run readers in worker processes: the error must unpickle as what it was
+    import pickle
+
+    from mipopt.errors import ParameterTypeError
+
+    err = pickle.loads(pickle.dumps(InstanceError("workloads[0].cpu", "duplicate key 'cpu'")))
+    assert (type(err), err.path, err.rule, str(err)) == (
+        InstanceError,
+        "workloads[0].cpu",
+        "duplicate key 'cpu'",
+        "workloads[0].cpu: duplicate key 'cpu'",
+    )
+    assert (
+        type(pickle.loads(pickle.dumps(ParameterTypeError("threads", "must be an integer"))))
+        is ParameterTypeError
+    )

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from math import isfinite
 from numbers import Real
+from operator import attrgetter
 from pathlib import Path
 
 from mipopt._fields import MAX_QUANTITY, name_problem, number, shown, text_problem
@@ -322,7 +324,7 @@ def _model_names(inst: Instance) -> list[tuple[str, str]]:
 def _check_quantities(inst: Instance) -> None:
     """Every cpu, ram_gb and weight is a finite number from 0 to :data:`mipopt._fields.MAX_QUANTITY`,
     so that no sum of them (an objective, a host's load) overflows. The common case is checked
-    in one pass; a failing group is read again to name the value."""
+    at C speed; a failing group is read again to name the value."""
     groups = (
         ("hosts", inst.hosts, ("cpu", "ram_gb", "weight")),
         ("workloads", inst.workloads, ("cpu", "ram_gb", "weight", "migration_weight")),
@@ -330,10 +332,12 @@ def _check_quantities(inst: Instance) -> None:
     for group, items, attrs in groups:
         for attr in attrs:
             optional = group == "hosts" and attr != "weight"  # a host's cpu, ram: None is unlimited
-            values = (getattr(item, attr) for item in items)
-            if all(
-                (optional and x is None) or (type(x) in (float, int) and 0 <= x <= MAX_QUANTITY)
-                for x in values
+            values = list(map(attrgetter(attr), items))
+            if optional:
+                values = [x for x in values if x is not None]
+            # (bools and numpy numbers are not int nor float: read again; a nan or inf sums to one)
+            if {*map(type, values)} <= {float, int} and (
+                not values or (min(values) >= 0 and max(values) <= MAX_QUANTITY and isfinite(sum(values)))
             ):
                 continue
             for i, item in enumerate(items):
