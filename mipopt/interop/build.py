@@ -20,16 +20,17 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from mipopt.catalog import GpuModel, get_model, model_from_dict
+from mipopt.catalog import GpuModel, Profile, get_model, model_from_dict
 from mipopt.errors import InstanceError
 from mipopt.instance import Gpu, Host, Instance, InstanceBuilder, Workload
 from mipopt.interop._names import checked_name, file_name
 from mipopt.interop.nvidia_smi import (
+    MAX_TEXT_BYTES,
     PARSERS,
     GpuInstanceProfileRow,
     GpuInstanceRow,
@@ -40,7 +41,9 @@ from mipopt.interop.nvidia_smi import (
     detect,
     gpu_instance_profile_name,
 )
+from mipopt.limits import MAX_GPUS, beyond
 
+_T = TypeVar("_T")
 _LGI_NEEDED = "the output of `nvidia-smi mig -lgi` is needed for the starts"
 _DIFFERENT = "the files show different states"
 
@@ -86,7 +89,7 @@ class _Table:
     GPUs it covers (the output's own GPUs; every GPU of the host for an excerpt without them)."""
 
     where: str  # FILE:LINE of the table's title
-    gpus: tuple[int, ...] | None  # None: every GPU of the host
+    gpus: frozenset[int] | None  # None: every GPU of the host
     report: SummaryReport
 
     def covers(self, index: int) -> bool:
@@ -108,6 +111,7 @@ def _add_gpu(host: _Host, index: int, product: str, file: str, line: int, uuid: 
     where = f"{file}:{line}"
     known = host.gpus.get(index)
     if known is None:
+        _check_index(index, where)
         known = host.gpus[index] = _Gpu(product, where)
     elif _same_product(known.product, product) is False:
         raise InstanceError(where, f"GPU {index} is {product!r} here but {known.product!r} at {known.where}")
@@ -116,6 +120,12 @@ def _add_gpu(host: _Host, index: int, product: str, file: str, line: int, uuid: 
             raise InstanceError(where, f"GPU {index} is {uuid} here but {known.uuid} at {known.where}")
         known.uuid = uuid
     return known
+
+
+def _check_index(index: int, where: str) -> None:
+    """A GPU index below :data:`~mipopt.limits.MAX_GPUS`: a host holds no more GPUs."""
+    if index >= MAX_GPUS:
+        raise InstanceError(where, f"GPU {index}: a host of {beyond(index + 1, 'GPUs', MAX_GPUS)}")
 
 
 def _same_product(a: str, b: str) -> bool | None:
@@ -137,16 +147,57 @@ def _files(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
-def _read_file(host: _Host, path: Path) -> None:
-    file = file_name(path)
+def read_output(path: Path, file: str) -> str:
+    """The text of an nvidia-smi output: at most :data:`MAX_TEXT_BYTES` bytes of UTF-8 without NUL.
+
+    Only that many bytes (and one more) are read, so that a device or a huge file costs no more.
+    A binary, Latin-1 or UTF-16 file is refused naming the line and column of its first byte that
+    is not text.
+
+    Raises
+    ------
+    InstanceError
+        With path ``FILE`` or ``FILE:LINE``.
+    """
     try:
-        text = path.read_text()
+        with path.open("rb") as stream:
+            data = stream.read(MAX_TEXT_BYTES + 1)
     except OSError as err:
         raise InstanceError(file, f"cannot be read: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise InstanceError(
-            file, "expected the text nvidia-smi prints, got bytes that are not UTF-8"
-        ) from None
+    if len(data) > MAX_TEXT_BYTES:
+        raise InstanceError(file, f"holds more than {MAX_TEXT_BYTES:,} bytes, the limit (docs/limits.md)")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InstanceError(file, "UTF-16 text (as Windows PowerShell writes with >): save it as UTF-8")
+    bad = data.find(b"\0")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if not 0 <= bad < err.start:
+            rule = f"byte 0x{data[err.start]:02x} at {_column(data, err.start)} is not UTF-8 text"
+            raise InstanceError(
+                _where(file, data, err.start), f"{rule}: nvidia-smi prints UTF-8 (a Latin-1 or binary file?)"
+            ) from None
+        text = ""
+    if bad >= 0:
+        rule = f"a NUL byte at {_column(data, bad)}"
+        raise InstanceError(_where(file, data, bad), f"{rule}: nvidia-smi prints text (a binary file?)")
+    return text
+
+
+def _where(file: str, data: bytes, offset: int) -> str:
+    """``FILE:LINE`` of byte ``offset`` of ``data``."""
+    line = data.count(b"\n", 0, offset) + 1
+    return f"{file}:{line}"
+
+
+def _column(data: bytes, offset: int) -> str:
+    column = offset - data.rfind(b"\n", 0, offset)
+    return f"column {column}"
+
+
+def _read_file(host: _Host, path: Path) -> None:
+    file = file_name(path)
+    text = read_output(path, file)
     form = detect(text, file)
     if form not in PARSERS:
         raise InstanceError(file, f"a {form} file has no GPUs or GPU instances to import")
@@ -193,7 +244,7 @@ def _read_summary(host: _Host, file: str, summary: SummaryReport) -> None:
         entry = _add_gpu(host, sgpu.index, sgpu.product_name, file, sgpu.line)
         if sgpu.mig_mode in ("Disabled", "N/A"):
             entry.mig_off = f"MIG mode {sgpu.mig_mode} ({file}:{sgpu.line})"
-    own = tuple(g.index for g in summary.gpus) if summary.gpus else None
+    own = frozenset(g.index for g in summary.gpus) if summary.gpus else None
     for sdev in summary.mig_devices:
         if own is not None and sdev.gpu not in own:
             raise InstanceError(f"{file}:{sdev.line}", f"MIG device on GPU {sdev.gpu}, which is not listed")
@@ -231,6 +282,7 @@ def _name_gpus(host_id: str, host: _Host, gpu_model: str | None, notes: list[str
     first: dict[int, str] = {}
     for index, where in named:
         first.setdefault(index, where)
+    _check_index(max(first), first[max(first)])
     for index in range(max(first) + 1):
         host.gpus[index] = _Gpu(gpu_model, first.get(index, first[max(first)]))
     placed = {r.gpu for r, _ in host.rows}
@@ -299,22 +351,38 @@ def _idle_rows(host: _Host, rows: Mapping[int, Sequence[tuple[GpuInstanceRow, st
     """The ``-lgi`` rows (by ``FILE:LINE``) of GPU instances that no process uses, where a process
     table covers their GPU: every table that covers it shows no process in the instance."""
     idle: set[str] = set()
+    # per table, GPU -> the GPU instances its processes run in (one pass over each table)
+    used_by = [
+        (t, _by_gpu((p.gpu, p.gpu_instance_id) for p in t.report.processes)) for t in host.process_tables
+    ]
     for index, gpu_rows in rows.items():
-        tables = [t for t in host.process_tables if t.covers(index)]
+        tables = [used for t, used in used_by if t.covers(index)]
         if not tables:
             continue
-        used = {p.gpu_instance_id for t in tables for p in t.report.processes if p.gpu == index}
+        used = {gi for table in tables for gi in table.get(index, ())}
         idle.update(where for row, where in gpu_rows if row.instance_id not in used)
     return idle
+
+
+def _by_gpu(pairs: Iterable[tuple[int, _T]]) -> dict[int, list[_T]]:
+    """``(GPU index, item)`` pairs grouped by GPU, in their order: one pass instead of one per GPU."""
+    out: dict[int, list[_T]] = {}
+    for index, item in pairs:
+        out.setdefault(index, []).append(item)
+    return out
 
 
 _PROFILE_NAME = re.compile(r"^(\d+)g\.(\d+(?:\.\d+)?)gb")
 
 
-def _custom_model(name: str, host: _Host, index: int, where: str) -> GpuModel:
+#: What ``-lgip`` and ``-lgipp`` printed for one GPU: its profile rows and placement lines, with their files.
+_Printed = tuple[Sequence[tuple[GpuInstanceProfileRow, str]], Sequence[tuple[ProfilePlacements, str]]]
+
+
+def _custom_model(name: str, printed: _Printed, index: int, where: str) -> GpuModel:
     """A model built from what ``-lgip`` and ``-lgipp`` printed for GPU ``index``."""
-    rows = [(r, file) for r, file in host.profiles if r.gpu == index]
-    places = {p.profile_id: (p, file) for p, file in host.placements if p.gpu == index}
+    rows = printed[0]
+    places = {p.profile_id: (p, file) for p, file in printed[1]}
     if not rows or not places:
         missing = " and ".join(form for form, given in (("-lgip", rows), ("-lgipp", places)) if not given)
         raise InstanceError(
@@ -360,11 +428,9 @@ def _custom_model(name: str, host: _Host, index: int, where: str) -> GpuModel:
     return model_from_dict(data, where)
 
 
-def _check_profiles(model: GpuModel, host: _Host, index: int) -> None:
-    """What ``-lgip``/``-lgipp`` printed for a catalog model agrees with the catalog."""
-    for row, file in host.profiles:
-        if row.gpu != index:
-            continue
+def _check_profiles(model: GpuModel, printed_rows: _Printed) -> None:
+    """What ``-lgip``/``-lgipp`` printed for a GPU of a catalog model agrees with the catalog."""
+    for row, file in printed_rows[0]:
         printed = gpu_instance_profile_name(row.name)
         profile = model.find(row.profile_id)
         if profile is None or model.find(printed) is not profile:
@@ -373,9 +439,9 @@ def _check_profiles(model: GpuModel, host: _Host, index: int) -> None:
                 f"{printed} (id {row.profile_id}) is not a profile of {model.name} in the catalog; "
                 "see `mipopt info` or report the output",
             )
-    for placed, file in host.placements:
-        profile = model.find(placed.profile_id) if placed.gpu == index else None
-        if placed.gpu == index and (profile is None or set(placed.starts) != set(profile.starts)):
+    for placed, file in printed_rows[1]:
+        profile = model.find(placed.profile_id)
+        if profile is None or set(placed.starts) != set(profile.starts):
             raise InstanceError(
                 f"{file}:{placed.line}",
                 f"placements {sorted(placed.starts)} of profile id {placed.profile_id} differ from "
@@ -383,18 +449,18 @@ def _check_profiles(model: GpuModel, host: _Host, index: int) -> None:
             )
 
 
-def _resolve(host: _Host, index: int, gpu: _Gpu, custom: dict[str, GpuModel]) -> GpuModel:
+def _resolve(index: int, gpu: _Gpu, custom: dict[str, GpuModel], printed: _Printed) -> GpuModel:
     try:
         model = get_model(gpu.product, custom)
     except KeyError:
         name = re.sub(r"^NVIDIA[ -]", "", gpu.product).strip().replace(" ", "-")
-        model = custom[name] if name in custom else _custom_model(name, host, index, gpu.where)
+        model = custom[name] if name in custom else _custom_model(name, printed, index, gpu.where)
         if custom.setdefault(name, model) != model:
             raise InstanceError(
                 gpu.where, f"custom model {name!r} differs from the one built before"
             ) from None
         return model
-    _check_profiles(model, host, index)
+    _check_profiles(model, printed)
     return model
 
 
@@ -432,24 +498,25 @@ def _build_host(
     """Add the host with its GPUs, running workloads, idle instances and notes to ``builder``."""
     unknown = _name_gpus(host_id, host, gpu_model, builder.notes)
     for file, printed, attached in host.attached:
-        if not set(range(attached)) <= set(host.gpus):
+        if attached > len(host.gpus) or not all(i in host.gpus for i in range(attached)):
             taken = "GPU 0" if printed == 1 else f"GPUs 0 to {printed - 1}"
             builder.notes.append(
                 f"{host_id}: {file} prints {printed} of its {attached} attached GPUs: the others are not "
                 f"imported, and the printed are taken as {taken} (wrong for nvidia-smi -q -i N)"
             )
+    lgip = _by_gpu((r.gpu, (r, file)) for r, file in host.profiles)
+    lgipp = _by_gpu((p.gpu, (p, file)) for p, file in host.placements)
     for index, gpu in host.gpus.items():
-        gpu.model = _resolve(host, index, gpu, custom)
+        gpu.model = _resolve(index, gpu, custom, (lgip.get(index, []), lgipp.get(index, [])))
     for table in host.mig_tables:
         file = table.where.rsplit(":", 1)[0]
+        shown = _by_gpu(
+            (d.gpu, _Device(f"GI {d.gpu_instance_id}", d.gpu_instance_id, f"{file}:{d.line}"))
+            for d in table.report.mig_devices
+        )
         for index, gpu in host.gpus.items():
             if table.covers(index):
-                devices = tuple(
-                    _Device(f"GI {d.gpu_instance_id}", d.gpu_instance_id, f"{file}:{d.line}")
-                    for d in table.report.mig_devices
-                    if d.gpu == index
-                )
-                gpu.listings.append(_Listing(table.where, devices))
+                gpu.listings.append(_Listing(table.where, tuple(shown.get(index, ()))))
     rows: dict[int, list[tuple[GpuInstanceRow, str]]] = {}
     for row, file in host.rows:
         rows.setdefault(row.gpu, []).append((row, f"{file}:{row.line}"))
@@ -484,9 +551,7 @@ def _build_host(
         model = host.gpus[row.gpu].model
         assert model is not None
         where = f"{file}:{row.line}"
-        profile = next((p for p in model.profiles if p.id == row.profile_id), None)
-        if profile is None:
-            raise InstanceError(where, f"profile id {row.profile_id} is not a profile of {model.name}")
+        profile = _lgi_profile(model, row, where)
         gpu_id = f"{host_id}-gpu{row.gpu}"
         if where in idle:
             sources.idle.append(where)
@@ -504,6 +569,26 @@ def _build_host(
             f"{host_id}: {', '.join(idle_named)} imported idle: no process runs in them by {tables} "
             "(a process table printed in a container shows only the container's processes)"
         )
+
+
+def _lgi_profile(model: GpuModel, row: GpuInstanceRow, where: str) -> Profile:
+    """The profile of an ``-lgi`` row: the one with its profile id, whose name and size it prints too.
+
+    A row whose name or size is not its id's (a ``1g.10gb`` with id 19, which is ``1g.5gb`` on an
+    A100-40GB) is refused: the output is of another model, or edited, and no reading is safe.
+    """
+    profile = model.find(row.profile_id)
+    if profile is None:
+        raise InstanceError(where, f"profile id {row.profile_id} is not a profile of {model.name}")
+    printed = gpu_instance_profile_name(row.name)
+    if model.find(printed) is not profile or row.size != profile.memory_slots:
+        raise InstanceError(
+            where,
+            f"GPU instance {row.instance_id} is {printed} of size {row.size} with profile id {row.profile_id}, "
+            f"but id {row.profile_id} is {profile.name} of size {profile.memory_slots} on {model.name} "
+            f"(`mipopt info {model.name}`): the row disagrees with the catalog",
+        )
+    return profile
 
 
 def instance_from_nvidia_smi(
@@ -556,7 +641,10 @@ def instance_from_nvidia_smi(
         name read that cannot be a name, an unknown product, a profile id the model lacks, an
         ``-lgi`` GPU index not among the listed GPUs, MIG devices listed without the ``-lgi``
         output that gives their starts, files that show different GPU instances, a GPU-instance
-        id or UUID printed twice; and what the built instance breaks (illegal starts, overlaps),
+        id or UUID printed twice, an ``-lgi`` row whose profile name or size is not its profile
+        id's; sizes beyond ``docs/limits.md`` (a file of more than :data:`MAX_TEXT_BYTES` bytes,
+        a GPU index or a GPU count beyond :data:`~mipopt.limits.MAX_GPUS`); and what the built
+        instance breaks (illegal starts, overlaps),
         at the line of the ``-lgi`` row or GPU concerned.
 
     Examples
@@ -584,6 +672,7 @@ def instance_from_nvidia_smi(
     builder = InstanceBuilder(name, custom_models=[])
     sources = _Sources()
     uuids: dict[str, tuple[str, int, str]] = {}  # UUID -> host, index, where
+    total = 0  # GPUs of the hosts read
     for host_id, files in hosts.items():
         host = _Host()
         paths = _files(files)
@@ -600,6 +689,9 @@ def instance_from_nvidia_smi(
                     gpu.where, f"UUID {gpu.uuid} is also GPU {other[1]} of host {other[0]} ({other[2]})"
                 )
         _build_host(builder, host_id, host, gpu_model, cpu, ram_gb, custom, sources)
+        total += len(host.gpus)  # each host has fewer than MAX_GPUS (_check_index)
+        if total > MAX_GPUS:
+            raise InstanceError(host_id, f"the hosts so far have {beyond(total, 'GPUs', MAX_GPUS)}")
     builder.custom_models.extend(custom.values())
     try:
         return builder.build()

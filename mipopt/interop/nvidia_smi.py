@@ -5,7 +5,9 @@ exactly what the text says and nothing inferred: building an instance from them 
 importer's job. Lines are skipped only where nvidia-smi prints decorations (table borders,
 ``|===`` rules, column headers above them, blank lines, "No MIG-enabled devices found." and
 the like); any other line must read as data, or the parser raises :class:`NvidiaSmiError`
-naming the file and line.
+naming the file and line. Sizes are bounded (``docs/limits.md``): at most :data:`MAX_TEXT_LINES`
+lines, numbers of at most 9 digits, names of at most :data:`MAX_NAME_CHARS` characters; an
+error quotes at most a short excerpt of a line.
 
 The forms, as :func:`detect` names them (and as ``../shared/interop/`` names its files):
 
@@ -36,6 +38,14 @@ from xml.parsers import expat
 from mipopt._fields import name_problem
 from mipopt.errors import InstanceError
 from mipopt.interop._names import shown
+from mipopt.limits import beyond
+
+#: Bytes of one output the importer reads (-L of 50,000 GPUs with 7 MIG devices each: about 33 MB).
+MAX_TEXT_BYTES = 64 * 2**20
+#: Lines of one output a parser reads (-L of 50,000 GPUs with 7 MIG devices each: 400,000).
+MAX_TEXT_LINES = 2_000_000
+#: Characters of a name read (a product name, a UUID, a profile; the longest printed are ~60).
+MAX_NAME_CHARS = 256
 
 
 class NvidiaSmiError(InstanceError):
@@ -83,6 +93,10 @@ def _name(value: str, what: str, file: str, line: int) -> str:
     ...
     mipopt.interop.nvidia_smi.NvidiaSmiError: L.txt:1: product name must be one line of printable characters: 'A100\\x1b[2J' has '\\x1b' at 4
     """
+    if len(value) > MAX_NAME_CHARS:
+        raise NvidiaSmiError(
+            file, line, rule=f"{what} {shown(value)} has {beyond(len(value), 'characters', MAX_NAME_CHARS)}"
+        )
     problem = name_problem(value)
     if problem:
         raise NvidiaSmiError(file, line, rule=f"{what} {problem}")
@@ -303,8 +317,20 @@ def gpu_instance_profile_name(name: str) -> str:
 # -- shared line handling --------------------------------------------------------------------
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    """(1-based number, line without trailing blanks) pairs; CRLF and a leading BOM are taken off."""
+#: What :meth:`str.splitlines` ends a line at (``\r\n`` is one end, counted apart).
+_LINE_ENDS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _lines(text: str, file: str) -> list[tuple[int, str]]:
+    """(1-based number, line without trailing blanks) pairs; CRLF and a leading BOM are taken off.
+
+    More than :data:`MAX_TEXT_LINES` lines are refused before any is split off.
+    """
+    ends = sum(map(text.count, _LINE_ENDS)) - text.count("\r\n")
+    if ends > MAX_TEXT_LINES:
+        raise NvidiaSmiError(
+            file, MAX_TEXT_LINES + 1, rule=f"the text has {beyond(ends, 'lines', MAX_TEXT_LINES)}"
+        )
     return [(i, line.rstrip()) for i, line in enumerate(text.lstrip("\ufeff").splitlines(), 1)]
 
 
@@ -350,7 +376,7 @@ def _groups(
     header: int | None = None  # header rows seen since the title; None below the rule
     last = (0, "")
     rows: list[tuple[int, str]] = []
-    for n, line in _lines(text):
+    for n, line in _lines(text, file):
         stripped = line.strip()
         cell = stripped.strip("|").strip()
         last = (n, stripped) if stripped else last
@@ -393,9 +419,9 @@ def _int(value: str) -> int | None:
 
 # -- nvidia-smi -L ---------------------------------------------------------------------------
 
-_L_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)$")
-_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-\S+)\)$")
-_L_R450_UUID = re.compile(r"^MIG-GPU-[0-9a-fA-F-]+/(\d+)/(\d+)$")
+_L_GPU = re.compile(r"^GPU (\d{1,9}): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)$")
+_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d{1,9}): \(UUID: (MIG-\S+)\)$")
+_L_R450_UUID = re.compile(r"^MIG-GPU-[0-9a-fA-F-]+/(\d{1,9})/(\d{1,9})$")
 
 
 def parse_list(text: str, file: str) -> tuple[ListedGpu, ...]:
@@ -429,20 +455,17 @@ def parse_list(text: str, file: str) -> tuple[ListedGpu, ...]:
     """
     gpus: list[ListedGpu] = []
     devices: list[ListedMigDevice] = []
-    for n, line in _lines(text):
+    seen: dict[int, int] = {}  # GPU index -> its line
+    for n, line in _lines(text, file):
         if not line:
             continue
         if m := _L_GPU.match(line):
             if gpus:
                 gpus[-1] = _with_devices(gpus[-1], devices)
             index = int(m[1])
-            if any(g.index == index for g in gpus):
+            if seen.setdefault(index, n) != n:
                 raise NvidiaSmiError(
-                    file,
-                    n,
-                    f"one line per GPU index (GPU {index} is on line "
-                    f"{next(g.line for g in gpus if g.index == index)})",
-                    line,
+                    file, n, f"one line per GPU index (GPU {index} is on line {seen[index]})", line
                 )
             gpus.append(ListedGpu(index, _name(m[2], "product name", file, n), m[3], (), n))
             devices = []
@@ -469,10 +492,10 @@ def _with_devices(gpu: ListedGpu, devices: list[ListedMigDevice]) -> ListedGpu:
 # -- nvidia-smi mig -lgip / -lgipp / -lgi / -lci ---------------------------------------------
 
 _LGIP_1 = re.compile(
-    r"^\|\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)/(\d+)\s+(\d+(?:\.\d+)?)\s+(Yes|No)"
-    r"\s+(\d+)\s+(\d+)\s+(\d+)\s*\|$"
+    r"^\|\s+(\d{1,9})\s+MIG\s+(\S+)\s+(\d{1,9})\s+(\d{1,9})/(\d{1,9})\s+(\d{1,9}(?:\.\d{1,9})?)\s+(Yes|No)"
+    r"\s+(\d{1,9})\s+(\d{1,9})\s+(\d{1,9})\s*\|$"
 )
-_LGIP_2 = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s*\|$")
+_LGIP_2 = re.compile(r"^\|\s+(\d{1,9})\s+(\d{1,9})\s+(\d{1,9})\s*\|$")
 
 
 def _only(groups: Iterator[_Group], table: str, file: str) -> Iterator[_Group]:
@@ -529,7 +552,9 @@ def parse_lgip(text: str, file: str) -> tuple[GpuInstanceProfileRow, ...]:
     return tuple(found)
 
 
-_LGIPP = re.compile(r"^GPU\s+(\d+)\s+Profile ID\s+(\d+)\s+Placements?\s*:\s*\{(\d+(?:,\d+)*)\}:(\d+)$")
+_LGIPP = re.compile(
+    r"^GPU\s+(\d{1,9})\s+Profile ID\s+(\d{1,9})\s+Placements?\s*:\s*\{(\d{1,9}(?:,\d{1,9})*)\}:(\d{1,9})$"
+)
 
 
 def parse_lgipp(text: str, file: str) -> tuple[ProfilePlacements, ...]:
@@ -560,7 +585,7 @@ def parse_lgipp(text: str, file: str) -> tuple[ProfilePlacements, ...]:
     (9, (0, 4), 4)
     """
     found = []
-    for n, line in _lines(text):
+    for n, line in _lines(text, file):
         if not line or line == _NO_MIG:
             continue
         if not (m := _LGIPP.match(line)):
@@ -573,7 +598,9 @@ def parse_lgipp(text: str, file: str) -> tuple[ProfilePlacements, ...]:
 
 #: A row of ``-lgi`` or ``-lci``: GPU, the GPU-instance id (``-lci`` only), the profile's name and
 #: id, the instance id and the placement ``START:SIZE`` (which ``-lci`` of older drivers lacks).
-_INSTANCE_ROW = re.compile(r"^\|\s+(\d+)\s+(?:(\d+)\s+)?MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+(\d+):(\d+))?\s*\|$")
+_INSTANCE_ROW = re.compile(
+    r"^\|\s+(\d{1,9})\s+(?:(\d{1,9})\s+)?MIG\s+(\S+)\s+(\d{1,9})\s+(\d{1,9})(?:\s+(\d{1,9}):(\d{1,9}))?\s*\|$"
+)
 _INSTANCE_SHAPE = {
     "lgi": "'| GPU  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'",
     "lci": "'| GPU  GI-ID  MIG NAME  PROFILE-ID  INSTANCE-ID  START:SIZE |'",
@@ -659,14 +686,16 @@ def parse_lci(text: str, file: str) -> tuple[ComputeInstanceRow, ...]:
 _BANNER = re.compile(r"^NVIDIA-SMI (\S+)\s")
 _TIMESTAMP = re.compile(r"^\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}$")
 _GPU_ROW = re.compile(
-    r"^\|\s+(\d+)\s+(.+?)\s+(On|Off|N/A)\s*\|\s*([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d)\s"
+    r"^\|\s+(\d{1,9})\s+(.+?)\s+(On|Off|N/A)\s*\|\s*([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d)\s"
 )
 _MIG_ROW = re.compile(
-    r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|\s*(?:(\d+)MiB\s*/\s*(\d+)MiB|N/A)\s*\|\s*(\d+|N/A)\s+\S+\s*\|"
+    r"^\|\s+(\d{1,9})\s+(\d{1,9})\s+(\d{1,9})\s+(\d{1,9})\s+\|\s*(?:(\d{1,9})MiB\s*/\s*(\d{1,9})MiB|N/A)\s*\|\s*(\d{1,9}|N/A)\s+\S+\s*\|"
     r"(?:\s+(?:\d+|N/A)){5}\s*\|$"
 )
 _MIG_ROW_2 = re.compile(r"^\|\s+\|\s*(?:\d+MiB\s*/\s*\d+MiB|N/A)\s*\|\s*\|\s*\|$")
-_PROCESS = re.compile(r"^\|\s+(\d+)\s+(\d+|N/A)\s+(\d+|N/A)\s+(\d+)\s+(\S+)\s+(.+?)\s+(\d+MiB|N/A)\s*\|$")
+_PROCESS = re.compile(
+    r"^\|\s+(\d{1,9})\s+(\d{1,9}|N/A)\s+(\d{1,9}|N/A)\s+(\d{1,9})\s+(\S+)\s+(.+?)\s+(\d{1,9}MiB|N/A)\s*\|$"
+)
 
 
 def parse_summary(text: str, file: str) -> SummaryReport:
@@ -798,7 +827,7 @@ def parse_query(text: str, file: str) -> QueryReport:
     attached: int | None = None
     gpus: list[tuple[str, int, _Node]] = []
     stack: list[tuple[int, _Node]] = []
-    for n, line in _lines(text):
+    for n, line in _lines(text, file):
         if not line or _Q_HEADER.match(line):
             continue
         if m := _Q_GPU.match(line):
@@ -832,8 +861,10 @@ def parse_query(text: str, file: str) -> QueryReport:
 
 
 def _q_int(file: str, n: int, value: str | None) -> int:
-    if value is None or not value.isdigit():
+    if value is None or not (value.isascii() and value.isdigit()):  # "²".isdigit(), and int() fails
         raise NvidiaSmiError(file, n, "a whole number", value or "nothing")
+    if len(value) > 9:
+        raise NvidiaSmiError(file, n, "a whole number of at most 9 digits", value)
     return int(value)
 
 
@@ -1018,7 +1049,7 @@ def detect(text: str, file: str = "<text>") -> str:
     >>> detect("version: v1\\nmig-configs:\\n  all-disabled: []\\n")
     'mig-parted'
     """
-    for _, line in _lines(text):
+    for _, line in _lines(text, file):
         stripped = line.strip()
         cell = stripped.strip("|").strip()
         if stripped.startswith(("<?xml", "<nvidia_smi_log")):
