@@ -34,15 +34,17 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
+from mipopt._fields import MAX_QUANTITY as MAX_INSTANCE_QUANTITY
 from mipopt.catalog import GpuModel, builtin_models, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.interop._names import SHOWN_CHARS, checked_name, file_name, shown
 from mipopt.io import parse_json
+from mipopt.limits import MAX_GPUS, MAX_WORKLOADS, beyond
 from mipopt.workloads.alibaba import POD_PHASES  # Kubernetes' pod phases, one home
 
 _GPU = "nvidia.com/gpu"
@@ -61,7 +63,10 @@ UNKNOWN_REASON = (
 _DIGITS = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)$")
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_EXPONENT = re.compile(r"^[eE]([+-]?[0-9]+)$")
+_EXPONENT = re.compile(r"^[eE]([+-]?)0*([0-9]+)$")
+
+#: The largest quantity read (cpu, memory in bytes, a device count): Kubernetes' own, an int64.
+MAX_QUANTITY = 2**63 - 1
 
 #: A profile as a resource name writes it, after ``nvidia.com/mig-``: ``1g.10gb``,
 #: ``1g.10gb.me`` (``+me``), ``1g.24gb.me.all`` (``+me.all``), ``1g.24gb-me``.
@@ -132,11 +137,13 @@ def parse_quantity(value: Any, where: str) -> Decimal:
     Returns
     -------
     Decimal
+        At most :data:`MAX_QUANTITY`.
 
     Raises
     ------
     InstanceError
-        Anything else.
+        Anything else, or a quantity beyond :data:`MAX_QUANTITY` (``1e400``), refused before
+        it is computed.
 
     Examples
     --------
@@ -144,29 +151,49 @@ def parse_quantity(value: Any, where: str) -> Decimal:
     (Decimal('63.500'), Decimal('2147483648'))
     >>> parse_quantity("1.5e3", "n.json: x")
     Decimal('1.5E+3')
+    >>> parse_quantity("1e400", "n.json: cpu")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: n.json: cpu: '1e400' is more than 2**63 - 1, the largest quantity Kubernetes holds (docs/limits.md)
     """
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise InstanceError(where, f"expected a Kubernetes quantity, got {shown(value)}")
     if isinstance(value, int | float):
-        if value < 0 or not math.isfinite(value):
+        if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
             raise InstanceError(where, f"expected a non-negative quantity, got {shown(value)}")
-        return Decimal(str(value))
-    text = value.strip().removeprefix("+")
-    m = _DIGITS.match(text)
-    if m:
-        number, suffix = Decimal(m[1]), m[2]
-        try:
-            if suffix in _BINARY:
-                return number * _BINARY[suffix]
-            if suffix in _DECIMAL:
-                return number.scaleb(_DECIMAL[suffix])
-            if e := _EXPONENT.match(suffix):
-                return number.scaleb(int(e[1]))
-        except InvalidOperation:
-            pass
+        number, exponent, factor = Decimal(value if isinstance(value, int) else str(value)), 0, 1
+    else:
+        m = _DIGITS.match(value.strip().removeprefix("+"))
+        suffix = m[2] if m else None
+        if suffix in _BINARY:
+            exponent, factor = 0, _BINARY[suffix]
+        elif suffix in _DECIMAL:
+            exponent, factor = _DECIMAL[suffix], 1
+        elif suffix is not None and (e := _EXPONENT.match(suffix)):
+            # an exponent of more digits is beyond any bound (and int() refuses 4,300 digits)
+            exponent, factor = (int(e[2]) if len(e[2]) <= 7 else 10**7) * (-1 if e[1] == "-" else 1), 1
+        else:
+            raise InstanceError(
+                where,
+                f"expected a Kubernetes quantity such as '64', '500m', '512Gi' or '1G', got {shown(value)}",
+            )
+        number = Decimal(m[1])  # type: ignore[index]
+    # told too large by its digits before it is computed (1e1000000 would overflow a Decimal),
+    # then computed exactly enough to compare
+    if not (number and number.adjusted() + exponent > _MAX_DIGITS):
+        with localcontext(_EXACT):
+            quantity = number.scaleb(exponent) * factor
+        if quantity <= MAX_QUANTITY:
+            return +quantity  # rounded to the default context, as before
     raise InstanceError(
-        where, f"expected a Kubernetes quantity such as '64', '500m', '512Gi' or '1G', got {shown(value)}"
+        where,
+        f"{shown(value)} is more than 2**63 - 1, the largest quantity Kubernetes holds (docs/limits.md)",
     )
+
+
+#: Enough digits to hold any quantity up to :data:`MAX_QUANTITY` times 10**20 exactly.
+_MAX_DIGITS = 40
+_EXACT = Context(prec=2 * _MAX_DIGITS, Emax=10**7, Emin=-(10**7))
 
 
 def profile_of_resource(resource: str, where: str) -> str:
@@ -263,10 +290,28 @@ def _get(obj: dict[str, Any], file: str, base: str, *keys: str, kind: type = dic
 
 
 def _count(value: Any, where: str) -> int:
+    """A number of devices: a whole quantity, at most :data:`~mipopt.limits.MAX_WORKLOADS` (each
+    MIG device a pending pod asks for becomes a workload)."""
     number = parse_quantity(value, where)
     if number != number.to_integral_value():
         raise InstanceError(where, f"expected a whole number of devices, got {shown(value)}")
+    if number > MAX_WORKLOADS:
+        raise InstanceError(where, f"{shown(value)} is {beyond(int(number), 'devices', MAX_WORKLOADS)}")
     return int(number)
+
+
+def _held(quantity: Decimal, what: str, where: str) -> Decimal:
+    """``quantity`` of cpu (cores) or memory (bytes), when an instance can hold it: at most
+    :data:`mipopt._fields.MAX_QUANTITY` cores or GiB."""
+    amount = quantity if what == "cpu" else quantity / 2**30
+    if amount > MAX_INSTANCE_QUANTITY:
+        unit = "cores" if what == "cpu" else "GiB"
+        raise InstanceError(
+            where,
+            f"{what} {float(amount):g} {unit} is more than the {MAX_INSTANCE_QUANTITY:g} {unit} an instance holds "
+            "(docs/limits.md)",
+        )
+    return quantity
 
 
 def _model(product: str, where: str) -> GpuModel:
@@ -371,8 +416,12 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
     if _COUNT not in labels:
         raise InstanceError(count_where, "missing (GPU feature discovery writes it on GPU nodes)")
     count = labels[_COUNT]
-    if not isinstance(count, str) or not count.isdigit():
+    if not isinstance(count, str) or not (count.isascii() and count.isdigit()):  # "²".isdigit()
         raise InstanceError(count_where, f"expected a whole number, got {shown(count)}")
+    if len(count) > 18:  # more GPUs or devices than any limit, and more digits than int() takes
+        raise InstanceError(
+            count_where, f"{shown(count)} is more than the limit of {MAX_GPUS:,} GPUs (docs/limits.md)"
+        )
     for key, number in devices.items():
         profile = profile_of_resource(key, mig[key][1])
         if number and model.find(profile) is None:
@@ -393,6 +442,9 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
                 f"node {name}: under the MIG single strategy {_COUNT} counts MIG devices ({count} "
                 f"{single_profile}); {gpus} GPU(s) is the fewest that hold them"
             )
+    if gpus > MAX_GPUS:
+        held = f"{int(count):,} {single_profile} devices on " if single else ""
+        raise InstanceError(count_where, f"{held}{beyond(gpus, 'GPUs', MAX_GPUS)}")
     state = labels.get(_CONFIG_STATE)
     empty = not by_profile and config == "all-enabled" and state == "success"
     config_words = f"{_CONFIG} is {shown(config)}" + ("" if state is None else f" ({shown(state)})")
@@ -404,13 +456,13 @@ def _read_node(file: str, base: str, obj: dict[str, Any], notes: list[str]) -> _
         notes.append(f"node {name}: {whole_count} GPU(s) advertised whole as {_GPU} (MIG disabled on them)")
     cpu = ram = None
     if "cpu" in allocatable:
-        cpu = parse_quantity(allocatable["cpu"], f"{file}: {_join(base, 'status', 'allocatable', 'cpu')}")
+        where = f"{file}: {_join(base, 'status', 'allocatable', 'cpu')}"
+        cpu = _held(parse_quantity(allocatable["cpu"], where), "cpu", where)
     else:
         notes.append(f"node {name}: no allocatable cpu; its cpu is left unlimited")
     if "memory" in allocatable:
-        ram = parse_quantity(
-            allocatable["memory"], f"{file}: {_join(base, 'status', 'allocatable', 'memory')}"
-        )
+        where = f"{file}: {_join(base, 'status', 'allocatable', 'memory')}"
+        ram = _held(parse_quantity(allocatable["memory"], where), "memory", where)
     else:
         notes.append(f"node {name}: no allocatable memory; its ram is left unlimited")
     return _Node(name, model, gpus, cpu, ram, single_profile, by_profile, empty, config_words)
@@ -494,6 +546,8 @@ def _read_pod(file: str, base: str, obj: dict[str, Any]) -> _Pod:
         if key in overhead:
             where = f"{file}: {_join(base, 'spec', 'overhead', key)}"
             setattr(pod, attr, getattr(pod, attr) + parse_quantity(overhead[key], where))
+    _held(pod.cpu, "cpu", f"{file}: {_join(base, 'spec')}")
+    _held(pod.memory, "memory", f"{file}: {_join(base, 'spec')}")
     selector = _get(obj, file, base, "spec", "nodeSelector", need=False) or {}
     if isinstance(selector.get(_PRODUCT), str):
         pod.selector_product = (
@@ -583,6 +637,7 @@ def instance_from_kubernetes(
     nodes_file, node_objects = _load(Path(nodes), "Node")
     known: dict[str, str] = {}
     mig_nodes: dict[str, _Node] = {}
+    gpus = 0  # of the MIG nodes read
     for base, obj in node_objects:
         node = _read_node(nodes_file, base, obj, notes)
         node_name = _get(obj, nodes_file, base, "metadata", "name", kind=str)
@@ -594,6 +649,10 @@ def instance_from_kubernetes(
         known[node_name] = base
         if node is not None:
             mig_nodes[node.name] = node
+            gpus += node.gpus
+            if gpus > MAX_GPUS:
+                where = f"{nodes_file}: {_join(base, 'metadata', 'labels')}.{_COUNT}"
+                raise InstanceError(where, f"the nodes so far have {beyond(gpus, 'GPUs', MAX_GPUS)}")
     node_notes = len(notes)  # the nodes' layout notes go here, once the pods have been counted
     cluster_models = {n.model.name: n.model for n in mig_nodes.values()}
     unknown: list[UnknownPlacement] = []
@@ -614,7 +673,7 @@ def instance_from_kubernetes(
             if pod.node is not None:
                 _bound(pod, mig_nodes, known, unknown, notes)
             elif pod.phase == "Pending":
-                new.extend(_pending(pod, cluster_models, notes))
+                new.extend(_pending(pod, cluster_models, notes, MAX_WORKLOADS - len(new)))
             else:
                 notes.append(f"pod {pod.id}: phase {pod.phase} without a node; left out")
     builder = InstanceBuilder(name)
@@ -684,9 +743,10 @@ def _bound(
 
 
 def _pending(
-    pod: _Pod, cluster_models: Mapping[str, GpuModel], notes: list[str]
+    pod: _Pod, cluster_models: Mapping[str, GpuModel], notes: list[str], room: int
 ) -> list[tuple[str, str, float, float, tuple[str, ...] | None]]:
-    """The new workloads of a pod waiting for a node: one per MIG device."""
+    """The new workloads of a pod waiting for a node: one per MIG device, refused beyond ``room``
+    (what :data:`~mipopt.limits.MAX_WORKLOADS` leaves) before any is made."""
     selected: GpuModel | None = None
     selected_profile: str | None = None
     if pod.selector_product is not None:
@@ -694,6 +754,14 @@ def _pending(
         single = _MIG_PRODUCT.match(product.removesuffix("-SHARED"))
         selected = _model(single[1] if single else product.removesuffix("-SHARED"), where)
         selected_profile = _label_profile(single[2], where) if single else None
+    asked = [(count, where) for count, where in pod.mig.values()]
+    asked += [pod.whole] if pod.whole and selected_profile is not None else []
+    if sum(count for count, _ in asked) > room:
+        total = MAX_WORKLOADS - room + sum(count for count, _ in asked)
+        raise InstanceError(
+            asked[0][1],
+            f"pod {pod.id} brings the new workloads to {beyond(total, 'MIG devices', MAX_WORKLOADS)}",
+        )
     devices: list[tuple[str, str]] = []
     for profile, (count, where) in sorted(pod.mig.items()):
         devices.extend([(profile, where)] * count)
