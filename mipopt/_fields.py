@@ -246,14 +246,29 @@ def parse_options(text: str | None, path: str) -> dict[str, Any]:
     Raises
     ------
     InstanceError
-        Naming ``path`` when an item is not ``key=value``.
+        Naming ``path`` when an item is not ``key=value``, an option is given twice (which one
+        would count is a guess), or a number is ``nan``.
+
+    Examples
+    --------
+    >>> parse_options("gpus=4,load=0.9", "workload")
+    {'gpus': 4, 'load': 0.9}
+    >>> parse_options("gpus=4,gpus=8", "workload")
+    Traceback (most recent call last):
+    ...
+    mipopt.errors.InstanceError: workload: option 'gpus' is given twice
     """
     out: dict[str, Any] = {}
     for item in filter(None, (text or "").split(",")):
         key, sep, value = item.partition("=")
         if not sep:
-            raise InstanceError(path, f"option {item!r} is not key=value")
-        out[key.strip().replace("-", "_")] = _option_value(value.strip())
+            raise InstanceError(path, f"option {shown(item)} is not key=value")
+        key = key.strip().replace("-", "_")
+        if key in out:
+            raise InstanceError(path, f"option {shown(key)} is given twice")
+        out[key] = _option_value(value.strip())
+        if out[key] != out[key]:  # nan
+            raise InstanceError(path, f"option {shown(key)} is nan, not a number")
     return out
 
 

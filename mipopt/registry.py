@@ -30,10 +30,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from mipopt import _fields as f
+from mipopt._fields import shown
 from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
 from mipopt.executors import capped_threads
 from mipopt.instance import Budget, Instance, Solution
 from mipopt.io import instance_argument
+from mipopt.limits import MAX_SPEC_CHARS, beyond
 from mipopt.state.idle import reuse_idle
 
 if TYPE_CHECKING:
@@ -442,6 +444,8 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
         return _policy_method(spec, path)
     table = _methods()
     spec = spec.strip()
+    if len(spec) > MAX_SPEC_CHARS:
+        raise InstanceError(path, f"{beyond(len(spec), 'characters', MAX_SPEC_CHARS)}: {shown(spec[:40])}...")
     match = _SPEC.match(spec)
     name = match["name"] if match else spec
     if name in table and table[name].kind == "exact":
@@ -459,7 +463,7 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
         return table[name]
     if name in table and table[name].policy is None:
         if match and match["options"]:
-            raise InstanceError(path, f"method {name} takes no options in its name, got {spec!r}")
+            raise InstanceError(path, f"method {name} takes no options in its name, got {shown(spec)}")
         return table[name]
     # a policy whose method name differs from its policy name (ibm-initial-online), also inside adapter(...)
     policy = spec
@@ -470,7 +474,7 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
     policies = {s.policy for s in table.values() if s.policy} | {"adapter"}
     if base_name not in policies:
         known = ", ".join(table)
-        raise UnknownMethodError(path, f"unknown method {spec!r} (known: {known}, adapter(<policy>))")
+        raise UnknownMethodError(path, f"unknown method {shown(spec)} (known: {known}, adapter(<policy>))")
     from mipopt.heuristics.policies import make_policy
 
     made = make_policy(policy, path)  # bad policy options fail here, naming path
@@ -507,7 +511,7 @@ def _policy_method(policy: object, path: str) -> MethodSpec:
 
 def _exact_options(text: str | None, base: MethodSpec, path: str) -> dict[str, Any]:
     """``key=value`` options in an exact method's name; a piece without ``=`` continues the
-    value before it (``objective=lex:acceptance,hardware``)."""
+    value before it (``objective=lex:acceptance,hardware``); an option given twice is refused."""
     pairs: list[list[str]] = []
     for piece in (text or "").split(","):
         if "=" in piece:
@@ -515,13 +519,17 @@ def _exact_options(text: str | None, base: MethodSpec, path: str) -> dict[str, A
         elif pairs:
             pairs[-1][1] += "," + piece
         elif piece.strip():
-            raise InstanceError(path, f"expected key=value options after {base.name}:, got {piece!r}")
+            raise InstanceError(path, f"expected key=value options after {base.name}:, got {shown(piece)}")
     out: dict[str, Any] = {}
     for key, value in pairs:
         key = key.strip()
         if key not in ("model", "objective", "use_case", "solver"):
             raise InstanceError(
-                path, f"{base.name} takes model, objective, use_case or solver in its name, got {key!r}"
+                path, f"{base.name} takes model, objective, use_case or solver in its name, got {shown(key)}"
+            )
+        if key in out:
+            raise InstanceError(
+                path, f"option {key} is given twice in {shown(base.name + ':' + (text or ''))}"
             )
         out[key] = value.strip()
     return out

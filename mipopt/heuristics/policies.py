@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from mipopt._fields import parse_options
+from mipopt._fields import parse_options, shown
 from mipopt.errors import InstanceError
 from mipopt.heuristics.adapter import Adapter
 from mipopt.heuristics.grmu import BestFit, FirstFit, Grmu, MaxCC, MaxExpectedCC
@@ -29,6 +29,7 @@ from mipopt.heuristics.mfi import (
 )
 from mipopt.heuristics.policy import Policy
 from mipopt.heuristics.reopt import Reopt
+from mipopt.limits import MAX_SPEC_CHARS, beyond
 
 __all__ = ["POLICIES", "Factory", "make_policy", "policy_names"]
 
@@ -60,6 +61,11 @@ POLICIES: Mapping[str, Factory] = MappingProxyType(
 )
 
 _SPEC = re.compile(r"^(?P<name>[a-z0-9-]+)(?::(?P<options>.*))?$")
+_ADAPTERS = re.compile(r"(?:adapter\(\s*)*")
+
+#: How deep ``adapter(...)`` may nest (an adapter around an adapter borrows nothing more; a
+#: spec nested 2,000 deep would exhaust the stack).
+MAX_ADAPTER_DEPTH = 4
 
 
 def policy_names() -> list[str]:
@@ -73,7 +79,8 @@ def make_policy(spec: str, path: str = "policy") -> Policy:
     Raises
     ------
     InstanceError
-        Naming ``path`` on an unknown policy or option, or a malformed value.
+        Naming ``path`` on an unknown policy or option, a malformed value, an option given twice,
+        or ``adapter(...)`` nested deeper than :data:`MAX_ADAPTER_DEPTH`.
 
     Examples
     --------
@@ -83,6 +90,14 @@ def make_policy(spec: str, path: str = "policy") -> Policy:
     'adapter(mfi)'
     """
     spec = spec.strip()
+    if len(spec) > MAX_SPEC_CHARS:
+        raise InstanceError(path, f"{beyond(len(spec), 'characters', MAX_SPEC_CHARS)}: {shown(spec[:40])}...")
+    depth = _ADAPTERS.match(spec)[0].count("(")  # type: ignore[index]  # matches at least ""
+    if depth > MAX_ADAPTER_DEPTH:
+        raise InstanceError(
+            path,
+            f"adapter(...) nested {depth} deep, more than the limit of {MAX_ADAPTER_DEPTH} (docs/limits.md)",
+        )
     inner = re.fullmatch(r"adapter\((?P<inner>.+)\)(?::(?P<options>.*))?", spec)
     if inner:
         adapter = POLICIES["adapter"]
@@ -90,8 +105,8 @@ def make_policy(spec: str, path: str = "policy") -> Policy:
     match = _SPEC.match(spec)
     if match is None or match["name"] not in POLICIES or match["name"] == "adapter":
         known = ", ".join(n for n in policy_names() if n != "adapter")
-        raise InstanceError(path, f"unknown policy {spec!r} (known: {known}, adapter(<policy>))")
+        raise InstanceError(path, f"unknown policy {shown(spec)} (known: {known}, adapter(<policy>))")
     try:
         return POLICIES[match["name"]](**parse_options(match["options"], path))
     except TypeError as err:
-        raise InstanceError(path, f"policy {spec!r}: {err}") from None
+        raise InstanceError(path, f"policy {shown(spec)}: {err}") from None

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mipopt._fields import parse_options
+from mipopt._fields import parse_options, shown
 from mipopt.errors import InstanceError
 from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.heuristics.policies import make_policy
 from mipopt.io import write_atomic
+from mipopt.limits import MAX_RUNS, MAX_SPEC_CHARS, beyond
 from mipopt.simulation.engine import on_grid, simulate
 from mipopt.workloads.trace import Trace
 
@@ -56,19 +57,22 @@ def make_trace(spec: str, seed: int, path: str = "workload") -> Trace:
     Raises
     ------
     InstanceError
-        Naming ``path`` on an unknown source or option, or a bad value.
+        Naming ``path`` on an unknown source or option, an option given twice, a bad value, or
+        a size beyond ``docs/limits.md`` (GPUs, requests drawn, the spec's length).
     """
+    if len(spec) > MAX_SPEC_CHARS:
+        raise InstanceError(path, f"{beyond(len(spec), 'characters', MAX_SPEC_CHARS)}: {shown(spec[:40])}...")
     name, _, text = spec.partition(":")
     sources = _sources()
     if name not in sources:
-        raise InstanceError(path, f"unknown workload {name!r} (known: {', '.join(sorted(sources))})")
+        raise InstanceError(path, f"unknown workload {shown(name)} (known: {', '.join(sorted(sources))})")
     factory = sources[name]
     options = parse_options(text, path)
     params = inspect.signature(factory).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:
         known = ", ".join(p for p in params if p != "seed")
-        raise InstanceError(path, f"workload {name!r} has no option {unknown[0]!r} (options: {known})")
+        raise InstanceError(path, f"workload {name!r} has no option {shown(unknown[0])} (options: {known})")
     if "seed" in params:
         options["seed"] = seed
     try:
@@ -76,7 +80,7 @@ def make_trace(spec: str, seed: int, path: str = "workload") -> Trace:
     except (TypeError, ValueError) as err:
         if isinstance(err, InstanceError):
             raise
-        raise InstanceError(path, f"workload {spec!r}: {err}") from None
+        raise InstanceError(path, f"workload {shown(spec)}: {err}") from None
 
 
 def compare(
@@ -103,7 +107,15 @@ def compare(
         ``series``: every time-series row with ``policy`` and ``run`` columns;
         ``summary``: one row per (policy, run) with the trace's name and time unit and
         the totals of :func:`~mipopt.simulation.simulate`.
+
+    Raises
+    ------
+    InstanceError
+        A bad workload or policy, or ``runs`` beyond :data:`~mipopt.limits.MAX_RUNS` (before any
+        job is listed).
     """
+    if runs > MAX_RUNS:  # checked before any job is listed
+        raise InstanceError("runs", beyond(runs, "runs", MAX_RUNS))
     for p in policies:
         make_policy(p)  # bad names fail before any replay
     parsed = executor if isinstance(executor, Executor) else parse_executor(executor or "serial")
