@@ -708,7 +708,9 @@ class _Run:
             return  # the warm start accepts everyone and moves nothing: nothing to gain
         label = "keep" if len(self.work.running) >= KEEP_START_MIN_RUNNING else "home"
         built = models.get(label)
-        if not self.prepare(built):
+        # the build may take what was left (7 s at 16,000 GPUs): then its warm start, its translation
+        # for the solver and its decoding (another 4 s) would all come after the deadline
+        if self.stopped() is not None or not self.prepare(built):
             return
         m = built.model
         m.del_component("stage_objective")
