@@ -22,7 +22,8 @@ import warnings
 from collections.abc import Iterator, Sequence
 
 from mipopt import __version__
-from mipopt.cli import (
+from mipopt.cli import (  # _start first: a Ctrl-C while the others import is one line (exit 130)
+    _start,
     bench,
     generate,
     hindsight,
@@ -39,6 +40,8 @@ from mipopt.cli import (
     verify,
 )
 from mipopt.cli.common import EXIT_BAD_INPUT, FLAGS, BadInput
+
+_start.done()
 
 #: In the order of ``mipopt --help``.
 COMMANDS = (

@@ -10,16 +10,18 @@ from mipopt.cli.common import (
     BadInput,
     ProgressBar,
     backend_arguments,
-    count,
     executor_argument,
     flagged,
+    gpu_count,
     non_negative,
     print_json,
     progress_argument,
     read_instance,
+    run_count,
 )
 from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
+from mipopt.limits import MAX_GPUS, beyond
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,8 +44,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("instances", nargs="*", metavar="instance", help="instance files (and/or --generate)")
     p.add_argument("--generate", choices=["ibm"], help="also generated instances: the IBM WPM set-up")
-    p.add_argument("--gpus", type=count, nargs="+", metavar="N", help="generated sizes (default 8)")
-    p.add_argument("--seeds", type=count, metavar="K", help="generated instances per size (default 1)")
+    p.add_argument("--gpus", type=gpu_count, nargs="+", metavar="N", help="generated sizes (default 8)")
+    p.add_argument("--seeds", type=run_count, metavar="K", help="generated instances per size (default 1)")
     p.add_argument(
         "--first-seed", type=non_negative, metavar="S", help="generator seeds S .. S+K-1 (default 0)"
     )
@@ -90,7 +92,13 @@ def run(args: argparse.Namespace) -> int:
 
         first_seed = args.first_seed or 0
         seeds = range(first_seed, first_seed + (args.seeds or 1))
-        instances += [ibm_instance(n, seed=s) for n in args.gpus or [8] for s in seeds]
+        sizes = args.gpus or [8]
+        # every generated instance is held at once: their GPUs in all are bounded as one instance's
+        if sum(sizes) * len(seeds) > MAX_GPUS:
+            raise BadInput(
+                f"--gpus, --seeds: the generated instances hold {beyond(sum(sizes) * len(seeds), 'GPUs', MAX_GPUS)}"
+            )
+        instances += [ibm_instance(n, seed=s) for n in sizes for s in seeds]
     with ProgressBar.for_args(args) as bar:
 
         def progress(done: int, total: int, message: str) -> None:

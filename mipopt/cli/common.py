@@ -18,6 +18,7 @@ from mipopt.catalog import GpuModel, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, Solution
 from mipopt.io import load_instance, load_solution
+from mipopt.limits import MAX_GPUS, MAX_RUNS, beyond
 from mipopt.registry import EXACT_MODELS
 
 if TYPE_CHECKING:
@@ -174,6 +175,23 @@ positive_seconds = _number(float, "positive seconds", lambda v: v > 0)
 fraction = _number(float, "a fraction in [0, 1]", lambda v: 0 <= v <= 1)
 relative_gap = _number(float, "a relative gap in [0, 1)", lambda v: 0 <= v < 1)
 count = _number(int, "at least 1", lambda v: v >= 1)
+
+
+def _at_most(limit: int, what: str) -> Callable[[str], float]:
+    """A :data:`count` of at most ``limit`` (docs/limits.md), checked while the command line is
+    parsed, before any work."""
+
+    def parse(text: str) -> float:
+        value = count(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(beyond(value, what, limit))
+        return value
+
+    return parse
+
+
+gpu_count = _at_most(MAX_GPUS, "GPUs")
+run_count = _at_most(MAX_RUNS, "runs")
 non_negative = _number(int, "non-negative", lambda v: v >= 0)
 positive = _number(float, "a positive finite number", lambda v: 0 < v < float("inf"))
 horizon = _number(float, "a non-negative time or inf", lambda v: v >= 0)

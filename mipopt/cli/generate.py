@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mipopt.catalog import get_model
-from mipopt.cli.common import EXIT_OK, BadInput, count, fraction, non_negative, print_json
+from mipopt.cli.common import EXIT_OK, BadInput, count, fraction, gpu_count, non_negative, print_json
 from mipopt.cli.outputs import Outputs
 from mipopt.io import write_json
 
@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="IBM WPM section 5.1: hosts of 8 GPUs, about 60%% of GPUs used, new work worth 60%% of compute",
         description="IBM WPM test case (Turkkan et al., section 5.1); see mipopt.workloads.ibm_instance.",
     )
-    g.add_argument("--gpus", type=count, required=True, metavar="N", help="GPUs in the cluster")
+    g.add_argument("--gpus", type=gpu_count, required=True, metavar="N", help="GPUs in the cluster")
     g.add_argument("--seed", type=non_negative, default=0, help="generator seed (default 0)")
     g.add_argument(
         "--used",

@@ -28,7 +28,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "and start (default free)",
     )
     p.add_argument("--policy", action="append", default=[], metavar="NAME", help="repeatable: its ratio")
-    p.add_argument("--time-limit", type=positive, default=60.0, help="seconds per optimum (default 60)")
+    p.add_argument(
+        "--time-limit",
+        type=positive,
+        default=60.0,
+        help="seconds per optimum, all included: building, warm starts, solving, decoding (default 60); a "
+        "trace whose model alone takes longer to build is refused",
+    )
     p.add_argument("--threads", type=int, help="solver threads (default: the solver's)")
     p.add_argument("--solver", choices=["highs", "cpsat"], default="highs", help="default highs")
     p.add_argument("--json", action="store_true", help="print the results as JSON")

@@ -9,13 +9,13 @@ from mipopt.cli.common import (
     EXIT_OK,
     BadInput,
     ProgressBar,
-    count,
     executor_argument,
     flagged,
     horizon,
     positive,
     print_json,
     progress_argument,
+    run_count,
 )
 from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="repeatable: ff, bf, mcc, mecc, grmu[:heavy=...], ff-agnostic, rr, bf-bi, wf-bi, mfi, lb, "
         "ibm-initial, adapter(<policy>)",
     )
-    p.add_argument("--runs", type=count, default=1, help="traces of seeds S .. S+N-1 (default 1)")
+    p.add_argument("--runs", type=run_count, default=1, help="traces of seeds S .. S+N-1 (default 1)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument(
         "--horizon",

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import numpy as np
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
@@ -49,6 +50,7 @@ from mipopt.exact.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.instance import Instance, Status, Termination
 from mipopt.solvers import get_backend
 from mipopt.solvers.base import SolverOptions, relative_gap
+from mipopt.solvers.stop import GRACE_S
 
 __all__ = ["MIGRATIONS", "Epoch", "HindsightResult", "epochs_of", "hindsight_optimum"]
 
@@ -131,7 +133,9 @@ class HindsightResult:
     accepted
         Ids of the accepted requests, in trace order.
     epochs
-        Every epoch (maximal clique of alive requests), in time order, with its placement.
+        Every epoch (maximal clique of alive requests), in time order, with its placement; for
+        ``free``, the first epochs only when the time limit ends the decoding of the answer into
+        placements (``stats["epochs"]`` counts them all, ``message`` says so).
     placement
         ``forbidden``: the whole-trace placement, request id -> (GPU, start); ``free``: None.
     stats
@@ -237,6 +241,7 @@ class _Cluster:
     fixed: dict[str, FixedState]  # GPU id -> what the running workloads hold
     running: Placed
     profile: list[dict[str, int]]  # per request: model name -> profile index (eligible models only)
+    epochs: list[tuple[float, list[int]]]  # epochs_of the requests, made once
 
     @classmethod
     def of(cls, trace: TraceLike) -> _Cluster:
@@ -254,7 +259,7 @@ class _Cluster:
                 if p is not None:
                     allowed[name] = p
             profile.append(allowed)
-        return cls(inst, fixed, running, profile)
+        return cls(inst, fixed, running, profile, epochs_of(trace.requests))
 
 
 def _fits_fixed(model: GpuModel, fixed: FixedState, p: int, start: int) -> bool:
@@ -272,10 +277,13 @@ def _fits_fixed(model: GpuModel, fixed: FixedState, p: int, start: int) -> bool:
 # --- greedy placements without migrations: the warm starts of both variants
 
 
-def _first_fit(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> Placed:
+def _first_fit(
+    trace: TraceLike, cl: _Cluster, only: set[int] | None = None, deadline: float | None = None
+) -> Placed:
     """Requests in arrival order (departures first at equal times), each at the first GPU and legal
     start free then: a whole-trace placement with no migrations, feasible for both variants.
-    ``only``: the request indices to try (the others are rejected)."""
+    ``only``: the request indices to try (the others are rejected); the requests arriving after
+    ``deadline`` is passed are rejected too."""
     reqs = trace.requests
     gpus = cl.instance.gpus
     state: dict[str, list[Any]] = {}  # gpu -> [mask, counts, compute, media]
@@ -288,6 +296,8 @@ def _first_fit(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> 
     for i, r in enumerate(reqs):
         if only is not None and i not in only:
             continue
+        if deadline is not None and i % 32 == 0 and time.monotonic() > deadline:
+            break
         leaving.sort()
         while leaving and leaving[0][0] <= r.arrival:
             _, j = leaving.pop(0)
@@ -324,56 +334,113 @@ def _first_fit(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> 
     return out
 
 
-def _interval_greedy(trace: TraceLike, cl: _Cluster, order: Sequence[int]) -> Placed:
+def _interval_greedy(
+    trace: TraceLike, cl: _Cluster, order: Sequence[int], deadline: float | None = None
+) -> Placed:
     """Requests in ``order`` (any order: a request's whole interval is checked), each at the first
     GPU and legal start that keeps every epoch of its life valid on that GPU: a placement without
-    migrations. Sizes first or lifetimes first find more than arrival order on crowded traces."""
+    migrations. Sizes first or lifetimes first find more than arrival order on crowded traces.
+
+    The state of every (GPU, epoch) (slots, instances per profile, compute, ``+me``) is kept in
+    arrays per GPU model, so that a request is checked against all GPUs of a model at once over
+    its life (a request is alive in consecutive epochs). At ``deadline`` the requests not yet
+    tried are left out: the placement is still one without migrations, only smaller.
+    """
     reqs = trace.requests
-    epochs = epochs_of(reqs)
-    life: dict[int, list[int]] = defaultdict(list)
+    epochs = cl.epochs
+    life: dict[int, tuple[int, int]] = {}  # request -> its first epoch and the one after its last
     for e, (_, alive) in enumerate(epochs):
         for i in alive:
-            life[i].append(e)
-    held: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # (gpu, epoch) -> [(p, start)]
+            life[i] = (life[i][0] if i in life else e, e + 1)
+    groups = [_Group.of(cl, name, len(epochs)) for name in cl.instance.models]
     out: Placed = {}
-    for i in order:
-        for g in cl.instance.gpus:
-            p = cl.profile[i].get(g.model.name)
+    for n, i in enumerate(order):
+        if deadline is not None and n % 32 == 0 and time.monotonic() > deadline:
+            break
+        if i not in life:
+            continue
+        e0, e1 = life[i]
+        best: tuple[int, str, int, _Group, int] | None = None  # (cluster position, GPU, start, group, row)
+        for group in groups:
+            p = cl.profile[i].get(group.model.name)
             if p is None:
                 continue
-            m, f = g.model, cl.fixed[g.id]
-            q = m.profiles[p]
-            fixed_compute = sum(c * pr.compute for c, pr in zip(f.counts, m.profiles, strict=True))
-            for start in q.starts:
-                ok = True
-                for e in life[i]:
-                    mask, counts, compute, media = f.mask, list(f.counts), fixed_compute, f.media_used
-                    for pp, ss in held[(g.id, e)]:
-                        mask |= m.profiles[pp].slot_mask(ss)
-                        counts[pp] += 1
-                        compute += m.profiles[pp].compute
-                        media = media or m.profiles[pp].media_extension
-                    if (
-                        mask & q.slot_mask(start)
-                        or counts[p] >= q.max_instances
-                        or (media and q.media_extension)
-                        or compute + q.compute > m.compute_slices
-                    ):
-                        ok = False
-                        break
-                if ok:
-                    out[reqs[i].id] = (g.id, start)
-                    for e in life[i]:
-                        held[(g.id, e)].append((p, start))
-                    break
-            if reqs[i].id in out:
-                break
+            found = group.first_fit(p, e0, e1)
+            if found is not None and (best is None or group.position[found[0]] < best[0]):
+                best = (group.position[found[0]], group.gpus[found[0]], found[1], group, found[0])
+        if best is not None:
+            _, gpu, start, group, row = best
+            out[reqs[i].id] = (gpu, start)
+            group.place(row, cl.profile[i][group.model.name], start, e0, e1)
     return out
 
 
-def _best_greedy(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -> Placed:
+@dataclass
+class _Group:
+    """The GPUs of one model over the epochs, for :func:`_interval_greedy`: per GPU and epoch the
+    slots held (a bitmask), the instances per profile, the compute slices and whether ``+me`` is held."""
+
+    model: GpuModel
+    gpus: list[str]
+    position: list[int]  # each GPU's place in the cluster's order
+    mask: np.ndarray  # (GPUs, epochs)
+    counts: np.ndarray  # (GPUs, epochs, profiles)
+    compute: np.ndarray  # (GPUs, epochs)
+    media: np.ndarray  # (GPUs, epochs)
+
+    @classmethod
+    def of(cls, cl: _Cluster, name: str, n_epochs: int) -> _Group:
+        gpus = [(k, g) for k, g in enumerate(cl.instance.gpus) if g.model.name == name]
+        model = gpus[0][1].model
+        fixed = [cl.fixed[g.id] for _, g in gpus]
+        shape = (len(gpus), n_epochs)
+        computes = np.array(
+            [sum(c * pr.compute for c, pr in zip(f.counts, model.profiles, strict=True)) for f in fixed]
+        )
+        return cls(
+            model,
+            [g.id for _, g in gpus],
+            [k for k, _ in gpus],
+            np.broadcast_to(np.array([f.mask for f in fixed], dtype=np.int64)[:, None], shape).copy(),
+            np.broadcast_to(
+                np.array([f.counts for f in fixed], dtype=np.int32)[:, None, :], (*shape, len(model.profiles))
+            ).copy(),
+            np.broadcast_to(computes[:, None], shape).copy(),
+            np.broadcast_to(np.array([f.media_used for f in fixed])[:, None], shape).copy(),
+        )
+
+    def first_fit(self, p: int, e0: int, e1: int) -> tuple[int, int] | None:
+        """The first GPU (its row) and start where profile ``p`` fits from epoch ``e0`` to ``e1``."""
+        q = self.model.profiles[p]
+        used = np.bitwise_or.reduce(self.mask[:, e0:e1], axis=1)
+        ok = (self.counts[:, e0:e1, p].max(axis=1) < q.max_instances) & (
+            self.compute[:, e0:e1].max(axis=1) + q.compute <= self.model.compute_slices
+        )
+        if q.media_extension:
+            ok &= ~self.media[:, e0:e1].any(axis=1)
+        starts = q.starts
+        fits = np.array([(used & q.slot_mask(s)) == 0 for s in starts]) & ok  # (starts, GPUs)
+        rows = np.flatnonzero(fits.any(axis=0))
+        if not len(rows):
+            return None
+        row = int(rows[0])
+        return row, starts[int(np.argmax(fits[:, row]))]
+
+    def place(self, row: int, p: int, start: int, e0: int, e1: int) -> None:
+        q = self.model.profiles[p]
+        self.mask[row, e0:e1] |= q.slot_mask(start)
+        self.counts[row, e0:e1, p] += 1
+        self.compute[row, e0:e1] += q.compute
+        if q.media_extension:
+            self.media[row, e0:e1] = True
+
+
+def _best_greedy(
+    trace: TraceLike, cl: _Cluster, only: set[int] | None = None, deadline: float | None = None
+) -> Placed:
     """The heaviest of first fit over time and interval greedy placements in several orders
-    (restricted to ``only`` when given, e.g. the requests the free optimum accepts)."""
+    (restricted to ``only`` when given, e.g. the requests the free optimum accepts); at
+    ``deadline`` the orders not yet tried are skipped and the one under way is cut short."""
     reqs = trace.requests
     pool = [i for i in range(len(reqs)) if only is None or i in only]
     size = {
@@ -385,7 +452,11 @@ def _best_greedy(trace: TraceLike, cl: _Cluster, only: set[int] | None = None) -
         sorted(pool, key=lambda i: (-(min(reqs[i].departure, 1e18) - reqs[i].arrival) * size[i], i)),
         sorted(pool, key=lambda i: (-reqs[i].weight, i)),
     ]
-    candidates = [_first_fit(trace, cl, only), *(_interval_greedy(trace, cl, o) for o in orders)]
+    candidates = [_first_fit(trace, cl, only, deadline)]
+    for order in orders:
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        candidates.append(_interval_greedy(trace, cl, order, deadline))
     weight = {r.id: r.weight for r in reqs}
     return max(candidates, key=lambda c: sum(weight[w] for w in c))
 
@@ -450,7 +521,7 @@ def _build_free(trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel) -> _Fr
         )
         if configs:
             types.append((gpu.model, cl.fixed[gpus[0]], gpus, configs))
-    epochs = epochs_of(reqs)
+    epochs = cl.epochs
 
     n = len(reqs)
     model.Y = pyo.Var(range(n), domain=pyo.Binary)
@@ -505,17 +576,47 @@ def _build_free(trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel) -> _Fr
 
 
 def _decode_free(
-    trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel, f: _Free, accepted: set[int]
+    trace: TraceLike,
+    cl: _Cluster,
+    model: pyo.ConcreteModel,
+    f: _Free,
+    accepted: set[int],
+    deadline: float | None = None,
 ) -> list[Epoch]:
+    """The answer's placement at every epoch, in time order; at ``deadline``, the epochs so far.
+
+    Each epoch's configurations go to the GPUs of their type, a GPU keeping the one it had where
+    the epoch still has it (any spread is valid; keeping one keeps its requests where they are,
+    and a GPU whose content is unchanged needs no indexing search)."""
     reqs = trace.requests
     class_of = {i: k for k, m in enumerate(f.classes) for i in m}
     previous: Placed = {}
+    before: dict[str, int] = {}  # GPU -> how many requests it held in the previous epoch
+    had: dict[str, int] = {}  # GPU -> its configuration in the previous epoch
     out = []
     for e, (t_e, alive) in enumerate(f.epochs):
+        if deadline is not None and time.monotonic() > deadline:
+            break
         spots: dict[tuple[str, int], list[tuple[str, int]]] = defaultdict(list)  # (model, p) -> [(gpu, n)]
         for t, (m, _, gpus, cs) in enumerate(f.types):
-            chosen = [c for c in range(len(cs)) for _ in range(round(pyo.value(model.X[e, t, c])))]
-            for gpu, c in zip(gpus, chosen, strict=False):
+            left = [round(pyo.value(model.X[e, t, c])) for c in range(len(cs))]
+            given: dict[str, int] = {}
+            for gpu in gpus:
+                c = had.get(gpu)
+                if c is not None and left[c] > 0:
+                    given[gpu] = c
+                    left[c] -= 1
+            others = iter([c for c in range(len(cs)) for _ in range(left[c])])
+            for gpu in gpus:
+                if gpu not in given and (c := next(others, None)) is not None:
+                    given[gpu] = c
+            had.update(given)
+            for gpu in (g for g in gpus if g not in given):
+                had.pop(gpu, None)
+            for gpu in gpus:
+                if gpu not in given:
+                    continue
+                c = given[gpu]
                 for p, count in enumerate(cs[c]):
                     if count:
                         spots[(m.name, p)].append((gpu, count))
@@ -558,11 +659,15 @@ def _decode_free(
         placed: Placed = dict(cl.running)
         for gpu, held in content.items():
             kept = {w: previous[w][1] for w, _ in held if w in previous and previous[w][0] == gpu}
-            starts = index_keeping(cl.instance.gpu(gpu).model, cl.fixed[gpu], held, kept)
+            starts: dict[str, int] | None = kept
+            if not (len(kept) == len(held) and before.get(gpu) == len(held)):
+                # unless the GPU holds what it held, where it held it, search
+                starts = index_keeping(cl.instance.gpu(gpu).model, cl.fixed[gpu], held, kept)
             if starts is None:
                 raise RuntimeError(f"epoch {e}: the content of {gpu} cannot be indexed (decoding)")
             placed.update({w: (gpu, s) for w, s in starts.items()})
         previous = placed
+        before = {gpu: len(held) for gpu, held in content.items()}
         ids = tuple(reqs[i].id for i in alive if i in accepted)
         out.append(Epoch(t_e, ids, placed))
     return out
@@ -577,7 +682,9 @@ def _start_free(
     type_of = {gpu: t for t, (_, _, gpus, _) in enumerate(f.types) for gpu in gpus}
     class_of = {i: k for k, m in enumerate(f.classes) for i in m}
     start = {model.Y[i].name: float(reqs[i].id in placed) for i in range(len(reqs))}
-    start |= {v.name: 0.0 for v in model.X.values()} | {v.name: 0.0 for v in model.U.values()}
+    # variables not named start at 0 (a name costs Pyomo more than a lookup: name only what counts)
+    counted: dict[tuple[Any, tuple[Any, ...]], float] = defaultdict(float)  # (X or U, index) -> value
+    config_of: dict[tuple[int, tuple[int, ...]], int] = {}  # (type, content) -> a configuration holding it
     for e, (_, alive) in enumerate(f.epochs):
         content: dict[str, list[int]] = {}
         for i in alive:
@@ -588,13 +695,17 @@ def _start_free(
             vector = content.setdefault(gpu, [0] * len(cl.instance.gpu(gpu).model.profiles))
             vector[cl.profile[i][name]] += 1
             if (e, class_of[i], name) in model.U:
-                start[model.U[e, class_of[i], name].name] += 1
+                counted[model.U, (e, class_of[i], name)] += 1
         for gpu, vector in content.items():
             t = type_of[gpu]
-            cs = f.types[t][3]
-            c = next(c for c in range(len(cs)) if all(a <= b for a, b in zip(vector, cs[c], strict=True)))
-            start[model.X[e, t, c].name] += 1
-    return start
+            key = (t, tuple(vector))
+            if key not in config_of:  # contents repeat from epoch to epoch: search each once
+                cs = f.types[t][3]
+                config_of[key] = next(
+                    c for c in range(len(cs)) if all(a <= b for a, b in zip(vector, cs[c], strict=True))
+                )
+            counted[model.X, (e, t, config_of[key])] += 1
+    return start | {var[index].name: n for (var, index), n in counted.items()}
 
 
 # --- migrations forbidden: slots over time
@@ -636,7 +747,7 @@ def _build_forbidden(trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel) -
     model.rows = pyo.ConstraintList()
     for i in range(len(reqs)):
         model.rows.add(pyo.quicksum(model.W[j] for j in by_request[i]) == model.Y[i])
-    epochs = epochs_of(reqs)
+    epochs = cl.epochs
     done: set[tuple[str, tuple[int, ...]]] = set()
     for _, alive in epochs:
         for g in inst.gpus:
@@ -681,6 +792,55 @@ def _build_forbidden(trace: TraceLike, cl: _Cluster, model: pyo.ConcreteModel) -
 
 # --- the solve
 
+#: Share of the time limit of a ``forbidden`` solve for the ``free`` one that bounds it.
+FREE_BOUND_SHARE = 0.4
+#: Share of the time left (after the model is built) for the greedy warm starts.
+GREEDY_SHARE = 0.2
+#: Seconds the parts of a solve that no deadline can cut take, per request alive at an epoch
+#: (the free model's build, warm start and decoding), and per such request and GPU (the forbidden
+#: model's build), measured on a 2-core Xeon (FBK traces of 20 to 600 GPUs): what a trace costs
+#: before the solver searches at all.
+FREE_S_PER_ALIVE = 1.2e-5
+FORBIDDEN_S_PER_ALIVE_GPU = 5e-5
+#: Of the free model's share, what decoding its answer into placements takes (kept back from the solver).
+DECODE_S_PER_ALIVE = 6e-6
+#: Seconds of decoding per second the model took to build (1.5 at 200 GPUs on a loaded machine).
+DECODE_PER_BUILD = 1.5
+#: The most seconds of that work a trace may cost without a time limit (docs/limits.md).
+MAX_HINDSIGHT_S = 3600.0
+
+
+def _share(deadline: float | None, share: float) -> float | None:
+    """The time ``share`` of what is left before ``deadline`` ends, or None without one."""
+    return None if deadline is None else time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
+
+
+def _decode_s(cl: _Cluster, build_s: float) -> float:
+    """Seconds to keep back for decoding the free answer: the estimate, or more on a machine
+    slower than the estimate's (decoding takes about what building took, measured on a loaded
+    one); and the time a solver may take to stop after its deadline (:data:`GRACE_S`)."""
+    decode = max(DECODE_S_PER_ALIVE * sum(len(alive) for _, alive in cl.epochs), DECODE_PER_BUILD * build_s)
+    return decode + GRACE_S
+
+
+def _check_size(cl: _Cluster, migrations: str, free_bound: bool, time_limit_s: float | None) -> None:
+    """Refuse a trace whose model would take longer to build and decode than the time limit (or
+    :data:`MAX_HINDSIGHT_S` without one), before anything is built: no deadline cuts that work."""
+    alive = sum(len(a) for _, a in cl.epochs)
+    gpus = len(cl.instance.gpus)
+    work = FREE_S_PER_ALIVE * alive if migrations == "free" or free_bound else 0.0
+    if migrations == "forbidden":
+        work += FORBIDDEN_S_PER_ALIVE_GPU * alive * gpus
+    limit = MAX_HINDSIGHT_S if time_limit_s is None else time_limit_s
+    if work > limit:
+        what = "the time limit" if time_limit_s is not None else "the most hindsight takes (docs/limits.md)"
+        raise InstanceError(
+            "time_limit_s" if time_limit_s is not None else "trace",
+            f"the {migrations} model of {len(cl.profile):,} requests over {len(cl.epochs):,} epochs on "
+            f"{gpus:,} GPUs ({alive:,} request-epochs) takes about {work:,.0f} s to build and decode, more "
+            f"than {what}, {limit:g} s: give a longer limit, fewer GPUs or a shorter trace",
+        )
+
 
 def hindsight_optimum(
     trace: TraceLike,
@@ -704,8 +864,10 @@ def hindsight_optimum(
         ``"free"``: alive instances may be re-arranged at every event at no cost; ``"forbidden"``:
         an instance keeps its GPU and start from arrival to departure (module docstring).
     time_limit_s
-        Wall-clock limit of the solve (None: none); at the limit the result holds the best
-        placement found, the bound and the gap, status ``feasible``.
+        Wall-clock limit of the whole call (None: none): building, the greedy warm starts, the
+        solve and decoding; at the limit the result holds the best placement found, the bound and
+        the gap, status ``feasible``. A trace whose model alone takes longer to build and decode
+        (estimated before anything is built, :data:`FREE_S_PER_ALIVE`) is refused.
     threads
         Solver threads (None: the solver's default).
     solver
@@ -714,8 +876,8 @@ def hindsight_optimum(
         The solver's random seed: the same seed and trace give the same result (without a time limit
         reached).
     free_bound
-        ``forbidden`` only: solve the ``free`` variant first (within the same time limit; it is
-        fast) and use its bound, since forbidding migrations never gains: the result's bound is
+        ``forbidden`` only: solve the ``free`` variant first (within :data:`FREE_BOUND_SHARE` of
+        the time limit; it is fast) and use its bound, since forbidding migrations never gains: the result's bound is
         at most it, and HiGHS stops as soon as it reaches it (``objective_target``).
 
     Returns
@@ -725,7 +887,9 @@ def hindsight_optimum(
     Raises
     ------
     InstanceError
-        On a bad argument or a trace the model does not handle, naming the parameter or request.
+        On a bad argument or a trace the model does not handle, naming the parameter or request;
+        naming ``time_limit_s`` (``trace`` without a limit: :data:`MAX_HINDSIGHT_S`) for a trace
+        whose model takes longer to build and decode than the limit.
 
     Examples
     --------
@@ -738,20 +902,32 @@ def hindsight_optimum(
     _check(trace, migrations, solver, time_limit_s, threads)
     t0 = time.perf_counter()
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+    cl = _Cluster.of(trace)
+    _check_size(cl, migrations, free_bound, time_limit_s)
     upper: float | None = None
     free_accepted: set[int] | None = None
     if migrations == "forbidden" and free_bound:
+        # its share of the limit, and at least what its model takes to build (within the limit)
+        least = 1.5 * FREE_S_PER_ALIVE * sum(len(a) for _, a in cl.epochs)
         free = hindsight_optimum(
-            trace, migrations="free", time_limit_s=time_limit_s, threads=threads, solver=solver, seed=seed
+            trace,
+            migrations="free",
+            time_limit_s=None
+            if time_limit_s is None
+            else min(max(FREE_BOUND_SHARE * time_limit_s, least), time_limit_s),
+            threads=threads,
+            solver=solver,
+            seed=seed,
         )
         upper = free.bound
         chosen = set(free.accepted)
         free_accepted = {i for i, r in enumerate(trace.requests) if r.id in chosen}
-    cl = _Cluster.of(trace)
     model = pyo.ConcreteModel(name=f"hindsight-{migrations}")
+    built_at = time.monotonic()
     built: _Free | _Forbidden = (
         _build_free(trace, cl, model) if migrations == "free" else _build_forbidden(trace, cl, model)
     )
+    build_s = time.monotonic() - built_at
     stats = {
         "requests": len(trace.requests),
         "gpus": len(cl.instance.gpus),
@@ -761,17 +937,21 @@ def hindsight_optimum(
     }
     if isinstance(built, _Free):
         stats["configurations"] = sum(len(cs) for *_, cs in built.types)
-    greedy = _best_greedy(trace, cl)
+    cut = _share(deadline, GREEDY_SHARE)  # the greedy starts stop there, with what they placed
+    greedy = _best_greedy(trace, cl, deadline=cut)
     if free_accepted:
         weight = {r.id: r.weight for r in trace.requests}
-        greedy = max(greedy, _best_greedy(trace, cl, free_accepted), key=lambda c: sum(weight[w] for w in c))
+        greedy = max(
+            greedy, _best_greedy(trace, cl, free_accepted, cut), key=lambda c: sum(weight[w] for w in c)
+        )
     greedy = _relabel(trace, cl, greedy)
     if isinstance(built, _Free):
         warm = _start_free(trace, cl, model, built, greedy)
     else:
         index = {k: j for j, k in enumerate(built.keys)}
-        warm = {model.Y[i].name: float(r.id in greedy) for i, r in enumerate(trace.requests)}
-        warm |= {v.name: 0.0 for v in model.W.values()}
+        warm = {
+            model.Y[i].name: float(r.id in greedy) for i, r in enumerate(trace.requests)
+        }  # W: 0 unless named
         for i, r in enumerate(trace.requests):
             if r.id in greedy:
                 warm[model.W[index[(i, *greedy[r.id])]].name] = 1.0
@@ -784,7 +964,10 @@ def hindsight_optimum(
         seed=seed,
         mip_rel_gap=0.0,
         warm_start=warm,
-        deadline=deadline,
+        # the free variant's answer is decoded into placements after the solve, within the limit
+        deadline=deadline
+        if deadline is None or not isinstance(built, _Free)
+        else deadline - _decode_s(cl, build_s),
         objective_target=target,
     )
     res = get_backend(solver).solve(model, options)
@@ -797,8 +980,13 @@ def hindsight_optimum(
     accepted = {i for i in range(len(reqs)) if pyo.value(model.Y[i]) > 0.5}
     value = float(sum(reqs[i].weight for i in accepted))
     placement: Placed | None = None
+    message = res.message
     if isinstance(built, _Free):
-        epochs = _decode_free(trace, cl, model, built, accepted)
+        epochs = _decode_free(trace, cl, model, built, accepted, deadline)
+        if len(epochs) < len(built.epochs):
+            message += (
+                f"; placements decoded for the first {len(epochs)} of {len(built.epochs)} epochs (time limit)"
+            )
     else:
         placement = {}
         for j, (i, g, s) in enumerate(built.keys):
@@ -830,6 +1018,6 @@ def hindsight_optimum(
         epochs=tuple(epochs),
         placement=placement,
         runtime_s=time.perf_counter() - t0,
-        message=res.message,
+        message=message,
         stats=stats,
     )

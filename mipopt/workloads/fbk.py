@@ -22,7 +22,8 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.instance import InstanceBuilder
-from mipopt.workloads.layout import host_layout
+from mipopt.limits import MAX_REQUESTS, beyond
+from mipopt.workloads.layout import check_gpus, host_layout
 from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["FBK_DISTRIBUTIONS", "fbk_trace", "table_ii_mix"]
@@ -148,7 +149,8 @@ def fbk_trace(
     ValueError
         Naming the parameter, the rule and the bad value.
     """
-    for label, value in (("gpus", gpus), ("gpus_per_host", gpus_per_host), ("per_slot", per_slot)):
+    check_gpus(gpus, "gpus")
+    for label, value in (("gpus_per_host", gpus_per_host), ("per_slot", per_slot)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{label} must be an integer of at least 1, got {value!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -157,6 +159,8 @@ def fbk_trace(
         raise ValueError(f"distribution must be one of {sorted(FBK_DISTRIBUTIONS)}, got {distribution!r}")
     if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
         raise ValueError(f"slots must be an integer of at least 1 (or None for up to demand), got {slots!r}")
+    if slots is not None and slots > MAX_REQUESTS:
+        raise ValueError(f"slots: {beyond(slots, 'requests', MAX_REQUESTS)}")
     if isinstance(lifetimes, bool) or not (
         lifetimes in LIFETIMES or (isinstance(lifetimes, int) and lifetimes >= 1)
     ):
@@ -191,6 +195,12 @@ def fbk_trace(
     # Profiles are drawn in blocks until the stream is long enough to reach the demand
     # points T depends on (100 and 200 %) and to give the requests asked for.
     target = max(2.0, demand / 100.0) * capacity
+    expected = round(target / float(probs @ sizes))
+    if expected > MAX_REQUESTS:
+        raise ValueError(
+            f"gpus={gpus}, drawn to {max(200.0, demand):g} % demand (T needs 200 %), draws about "
+            f"{beyond(expected, 'requests', MAX_REQUESTS)}"
+        )
     drawn = np.empty(0, dtype=np.int64)
     while True:
         block = rng.choice(len(profiles), size=max(64, capacity), p=probs)

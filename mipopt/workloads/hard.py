@@ -20,7 +20,7 @@ import numpy as np
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.workloads.layout import GpuFill, host_layout
+from mipopt.workloads.layout import GpuFill, check_gpus, host_layout
 
 __all__ = ["hard_instance"]
 
@@ -260,6 +260,7 @@ def _check(n_gpus: int, seed: int, gpus_per_host: int, running_share: float, hos
     for label, value, low in (("n_gpus", n_gpus, 1), ("seed", seed, 0), ("gpus_per_host", gpus_per_host, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{label} must be an integer of at least {low}, got {value!r}")
+    check_gpus(n_gpus, "n_gpus")
     if not 0 < running_share <= 1:  # also false for NaN
         raise ValueError(f"running_share must be in (0, 1], got {running_share!r}")
     if not 0 < host_fraction < float("inf"):

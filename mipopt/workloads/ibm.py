@@ -20,7 +20,7 @@ import numpy as np
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.workloads.layout import GpuFill, host_layout
+from mipopt.workloads.layout import GpuFill, check_gpus, host_layout
 
 LoadBasis = Literal["cluster", "free"]
 Weights = Literal["size", "unit"]
@@ -278,8 +278,7 @@ def _check_arguments(
     gpus_per_host: int,
     host_fraction: float | None,
 ) -> None:
-    if isinstance(n_gpus, bool) or not isinstance(n_gpus, int) or n_gpus < 1:
-        raise ValueError(f"n_gpus must be an integer of at least 1, got {n_gpus!r}")
+    check_gpus(n_gpus, "n_gpus")
     if isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or gpus_per_host < 1:
         raise ValueError(f"gpus_per_host must be an integer of at least 1, got {gpus_per_host!r}")
     for label, value in (

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["GpuFill", "host_layout"]
+from mipopt.limits import MAX_GPUS, beyond
+
+__all__ = ["GpuFill", "check_gpus", "host_layout"]
 
 
 @dataclass
@@ -17,12 +20,35 @@ class GpuFill:
     media_used: bool = False
 
 
+def check_gpus(value: Any, label: str) -> int:
+    """A generator's number of GPUs: an integer from 1 to :data:`~mipopt.limits.MAX_GPUS`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``label``, the rule and the value.
+
+    Examples
+    --------
+    >>> check_gpus(100_000_000, "gpus")
+    Traceback (most recent call last):
+    ...
+    ValueError: gpus: 100,000,000 GPUs, more than the limit of 100,000 (docs/limits.md)
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > MAX_GPUS:  # gpus=1e8 too
+        raise ValueError(f"{label}: {beyond(value, 'GPUs', MAX_GPUS)}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{label} must be an integer of at least 1, got {value!r}")
+    return value
+
+
 def host_layout(gpus: int, gpus_per_host: int) -> list[tuple[str, list[str]]]:
     """``gpus`` GPUs in hosts of ``gpus_per_host`` (the last holds the remainder): (host id, GPU ids).
 
     Host ids are ``h000``, ``h001``, ... (wider when needed, so that they sort in order);
     GPU ids are ``<host>-g0``, ``<host>-g1``, ...
     """
+    check_gpus(gpus, "gpus")
     n_hosts = math.ceil(gpus / gpus_per_host)
     width = max(3, len(str(n_hosts - 1)))
     out = []

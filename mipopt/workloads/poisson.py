@@ -17,8 +17,9 @@ import numpy as np
 
 from mipopt.catalog import get_model
 from mipopt.instance import Instance, InstanceBuilder
+from mipopt.limits import MAX_REQUESTS, beyond
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, table_ii_mix
-from mipopt.workloads.layout import host_layout
+from mipopt.workloads.layout import check_gpus, host_layout
 from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["poisson_stream", "poisson_trace"]
@@ -108,8 +109,19 @@ def poisson_trace(
     mean_size = float(probs @ sizes)
     rate = load * capacity / (mean_lifetime * mean_size)
 
+    # the number of requests, told before any is drawn (and after: a draw may exceed its mean)
+    expected = rate * horizon
+    if expected > MAX_REQUESTS:
+        raise ValueError(
+            f"load={load:g} over horizon={horizon:g} h (mean lifetime {mean_lifetime:g} h) draws about "
+            f"{beyond(round(expected), 'requests', MAX_REQUESTS)}"
+        )
     rng = np.random.default_rng(seed)
-    count = int(rng.poisson(rate * horizon))
+    count = int(rng.poisson(expected))
+    if count > MAX_REQUESTS:
+        raise ValueError(
+            f"seed={seed} draws {beyond(count, 'requests', MAX_REQUESTS)}; lower load or horizon"
+        )
     # Given their number, the arrival times of a Poisson process are uniform order statistics.
     arrivals = np.sort(rng.uniform(0.0, horizon, size=count))
     profiles = rng.choice(len(names), size=count, p=probs)
@@ -195,9 +207,9 @@ def poisson_stream(
             raise ValueError(
                 f"requests: only with cluster (an instance file's new workloads), got {requests!r}"
             )
-        for label, value in (("gpus", gpus), ("gpus_per_host", gpus_per_host)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{label} must be an integer of at least 1, got {value!r}")
+        check_gpus(gpus, "gpus")
+        if isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or gpus_per_host < 1:
+            raise ValueError(f"gpus_per_host must be an integer of at least 1, got {gpus_per_host!r}")
         gpu_model = get_model(str(model))
         b = InstanceBuilder(f"{gpus}x{gpu_model.name}")
         for hid, gpu_ids in host_layout(gpus, gpus_per_host):
