@@ -58,6 +58,11 @@ import pyomo.environ as pyo
 from mipopt import _fields as f
 from mipopt.executors import capped_threads
 from mipopt.instance import Status, Termination
+
+# re-exported: defined below the verifier, which checks a solution's gap and proof by the same test
+from mipopt.instance.gaps import PROOF_ABS_TOL as PROOF_ABS_TOL
+from mipopt.instance.gaps import is_proven as is_proven
+from mipopt.instance.gaps import relative_gap as relative_gap
 from mipopt.solvers.stop import REASON_INTERRUPTED, REASON_TIME_LIMIT, Limits, StopFlag
 
 if TYPE_CHECKING:
@@ -281,50 +286,6 @@ class Backend(Protocol):
         ...
 
 
-def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """The relative gap between an incumbent and a bound, as defined on :class:`SolveResult`.
-
-    Parameters
-    ----------
-    objective, bound
-        Incumbent objective and best bound; either may be None or infinite.
-
-    Returns
-    -------
-    float or None
-        None when either value is missing.
-    """
-    if objective is None or bound is None:
-        return None
-    if not (math.isfinite(objective) and math.isfinite(bound)):
-        return math.inf
-    diff = abs(objective - bound)
-    if diff <= 1e-9 * max(1.0, abs(objective)):
-        return 0.0
-    if objective == 0:
-        return math.inf
-    return diff / abs(objective)
-
-
-def is_proven(objective: float | None, bound: float | None) -> bool:
-    """True when ``bound`` proves ``objective`` optimal.
-
-    They must differ by at most 1e-9 relative (:func:`relative_gap` is 0) or by
-    :data:`PROOF_ABS_TOL`, the absolute gap HiGHS still calls optimal with ``mip_rel_gap`` 0
-    (its ``mip_abs_gap``). A solver stopped by a relative gap tolerance (``mip_rel_gap``, or
-    HiGHS's default 1e-4) also calls its incumbent optimal; this is the test that tells a proof
-    from such a stop.
-
-    Examples
-    --------
-    >>> is_proven(500.0, 500.0000000001), is_proven(1.53, 1.5300005), is_proven(482.0, 500.0)
-    (True, True, False)
-    """
-    if objective is None or bound is None:
-        return False
-    return relative_gap(objective, bound) == 0.0 or abs(objective - bound) <= PROOF_ABS_TOL
-
-
 def stopped_termination(reason: str) -> tuple[Termination, str]:
     """Termination and message for a solve stopped from outside for ``reason``.
 
@@ -409,6 +370,3 @@ def single_objective(model: pyo.ConcreteModel) -> pyo.Objective:
 
 
 UNBOUNDED_MESSAGE = "unbounded: the objective improves without limit"
-
-PROOF_ABS_TOL = 1e-6
-"""Absolute difference between objective and bound still taken as a proof (HiGHS's ``mip_abs_gap``)."""
