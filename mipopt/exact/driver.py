@@ -359,6 +359,12 @@ class Incumbent:
             return (total, *ordered)
         return ordered
 
+    def weighted(self) -> float:
+        """The weighted objective (maximized) of the placement held."""
+        return -sum(
+            w * _sign(n) * self.values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)
+        )
+
     def offer(self, placed: Placed, source: str) -> bool:
         """Keep ``placed`` if it obeys the bounds and stages so far and beats the incumbent."""
         values = self.evaluate(placed)
@@ -559,14 +565,19 @@ class _Run:
         must decide it."""
         name = stage.name
         value = self.best.values.get(name) if name != "weighted" else None
-        if name == "weighted" and result.has_solution:
-            value = result.objective
+        if name == "weighted" and result.has_solution and self.best.placed is not None:
+            value = self.best.weighted()  # the answer's own, which a relaxed model may overstate
         termination = result.termination
         proven = termination is Termination.OPTIMAL
         if termination is Termination.INFEASIBLE and self.best.placed is None:
             self.infeasible = True
-        unchecked = name == "weighted" or result.objective is None or value is None
-        relaxed = name in built.relaxed or (built.relaxed and len(self.limits) > 0)
+        unchecked = result.objective is None or value is None
+        weighed = [n for n, w in zip(self.spec.names, self.spec.values, strict=True) if w > 0]
+        relaxed = (
+            name in built.relaxed
+            or (name == "weighted" and any(n in built.relaxed for n in weighed))
+            or (built.relaxed and len(self.limits) > 0)
+        )
         if (
             proven
             and not unchecked
@@ -840,7 +851,7 @@ class _Run:
 
     def solution(self, instance: Instance, method: str) -> Solution:
         runtime = time.perf_counter() - self.t0
-        stages = tuple(self.stages)
+        stages = self.final_stages()
         unproven = next((st for st in stages if not st.proven), None)
         wanted = len(self.stage_list())
         done = [st for st in stages if st.proven]
@@ -883,6 +894,18 @@ class _Run:
             message="; ".join([*notes, *self.notes]),
         )
         return replace(sol, stages=stages)
+
+    def final_stages(self) -> tuple[StageResult, ...]:
+        """The stages, the last one's value (and gap) the answer's: the repair of an unproven
+        answer (:meth:`repair`) may have improved it since the stage was recorded."""
+        stages = tuple(self.stages)
+        last = stages[-1] if stages else None
+        if last is None or last.proven or last.value is None or self.best.placed is None:
+            return stages
+        now = self.best.weighted() if last.objective == "weighted" else self.best.values.get(last.objective)
+        if now is None or now == last.value:
+            return stages
+        return (*stages[:-1], replace(last, value=now, gap=relative_gap(now, last.bound)))
 
 
 def _label(built: Formulation) -> str:
