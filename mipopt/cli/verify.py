@@ -1,4 +1,6 @@
-"""``mipopt verify``: check a solution against its instance; exit 1 when it breaks a rule."""
+"""``mipopt verify``: check a solution against its instance, its placement and every claim it makes
+(status, bound and gap, stages, rejection reasons, objectives and metrics); exit 1 with one line
+per broken rule or claim, 2 when a file cannot be read."""
 
 from __future__ import annotations
 
@@ -15,10 +17,14 @@ from mipopt.cli.common import (
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("verify", help="check a solution against its instance")
+    p = sub.add_parser("verify", help="check a solution's placement and every claim it makes")
     instance_argument(p)
     p.add_argument("solution", help="a solution of the instance (mipopt solve --out)")
-    p.add_argument("--json", action="store_true", help="print the report (metrics, violations) as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report (metrics, violations, broken claims with their rules) as JSON",
+    )
     p.set_defaults(func=run)
 
 

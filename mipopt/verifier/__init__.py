@@ -10,7 +10,6 @@ the definitions of the scores it reports (CC, fragmentation, waste).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from mipopt.catalog import GpuModel, Profile, builtin_models
 from mipopt.geometry import reference as geo
 from mipopt.instance import Assignment, Instance, Objectives, Solution, Status, Termination, Workload
+from mipopt.verifier.claims import CLAIM_RULES, BrokenClaim, broken_claims
 from mipopt.verifier.migration import PlanReport, verify_plan
 from mipopt.verifier.reasons import (
     REJECTION_CODES,
@@ -30,8 +30,10 @@ from mipopt.verifier.reasons import (
 from mipopt.verifier.rules import Breach, Held, StateCheck, check_state
 
 __all__ = [
+    "CLAIM_RULES",
     "REJECTION_CODES",
     "Breach",
+    "BrokenClaim",
     "Held",
     "PlanReport",
     "Rejection",
@@ -53,12 +55,25 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """The verifier's verdict on one solution."""
+    """The verifier's verdict on one solution.
+
+    Attributes
+    ----------
+    valid
+        No rule broken and no claim false.
+    violations
+        One line each: the broken rules, then the false claims (``claims``, their messages).
+    objectives, metrics
+        The verifier's own values for the placement.
+    claims
+        The claims found false, each with its rule (:data:`CLAIM_RULES`) and JSON path.
+    """
 
     valid: bool
     violations: tuple[str, ...]
     objectives: Objectives
     metrics: dict[str, float] = field(default_factory=dict)
+    claims: tuple[BrokenClaim, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +81,7 @@ class Report:
             "violations": list(self.violations),
             "objectives": self.objectives.to_dict(),
             "metrics": dict(self.metrics),
+            "claims": [c.to_dict() for c in self.claims],
         }
 
 
@@ -78,10 +94,12 @@ def verify(instance: Instance, solution: Solution) -> Report:
     instance per GPU; per-profile maximum counts; compute slices; host cpu and
     ram; pinned workloads unmoved; running workloads still placed (one left out,
     or listed as rejected, is a violation naming it: a running workload is never
-    evicted); ``status`` consistent with ``termination``; the instance named, if
-    any, is this one. A new workload that is neither placed nor listed in
-    ``rejected`` is rejected. Then the claims (:func:`check_claims`): the
-    objectives and metrics the solution reports equal the recomputed ones.
+    evicted); the instance named, if any, is this one. A new workload that is
+    neither placed nor listed in ``rejected`` is rejected. Then every claim the
+    solution makes (:mod:`mipopt.verifier.claims`): its objectives and metrics
+    equal the recomputed ones; its status, bound and gap agree with each other and
+    with its stages; each stage's gap, bound, proven flag and value hold; an
+    optimum leaves out no request that fits; each rejection reason is not false.
 
     >>> from mipopt.io import load_instance, load_solution
     >>> report = verify(load_instance("instances/quickstart.json"),
@@ -147,36 +165,36 @@ def verify(instance: Instance, solution: Solution) -> Report:
     # the rules of the GPUs and hosts as a whole (shared with verify_plan)
     v += [b.message() for b in state.breaches if b.field is None]
 
-    if solution.status is Status.NONE and solution.placements:
-        v.append("status: 'none' but the solution places workloads")
-    if solution.status is Status.OPTIMAL and solution.termination is not Termination.OPTIMAL:
-        v.append(f"status: 'optimal' with termination {solution.termination.value!r}")
-
     # a GPU of unknown layout has no state to measure (a placement there is a breach above)
     known = instance.placeable()
     objectives, metrics = evaluate(
         known, {wid: (a.gpu, a.start) for wid, a in placed.items() if known.has_gpu(a.gpu)}
     )
-    v += _claim_differences(solution, objectives, metrics)
-    return Report(not v, tuple(v), objectives, metrics)
+    claims = broken_claims(instance, solution, objectives, metrics)
+    v += [c.message() for c in claims]
+    return Report(not v, tuple(v), objectives, metrics, claims)
 
 
 def check_claims(instance: Instance, solution: Solution) -> list[str]:
-    """What ``solution`` claims and the verifier recomputes differently, one line each.
+    """What ``solution`` claims that the verifier finds false, one line each.
 
-    The claims are the ``objectives`` and every entry of ``metrics`` (the counts
-    ``accepted``, ``rejected``, ... among them), each equal to the recomputed value
-    within 1e-6 (relative or absolute); a metric the verifier does not compute is a
-    difference too, so that a misspelt claim is not silently ignored. Empty when
-    everything claimed is right or nothing is claimed. The values are recomputed
-    from the placements that obey their own rules (:func:`verify` reports the others);
-    :func:`verify` includes these lines in its violations.
+    The claims (:mod:`mipopt.verifier.claims`, ``docs/formats.md``): the ``objectives`` and
+    every entry of ``metrics`` (the counts ``accepted``, ``rejected``, ... among them), each
+    equal to the recomputed value within 1e-6 (relative or absolute), a metric the verifier
+    does not compute being a difference too, so that a misspelt claim is not silently
+    ignored; ``status`` against the termination, the stages, the bound and the gap; each
+    stage's gap, bound, proven flag and value; and each rejection reason against the
+    instance. Empty when everything claimed holds or nothing is claimed. The values are
+    recomputed from the placements that obey their own rules (:func:`verify` reports the
+    others); :func:`verify` includes these lines in its violations
+    (:attr:`Report.claims` has them with their rules).
 
     Returns
     -------
     list[str]
-        ``objectives.KEY: solution says X, verifier computes Y`` in the order
-        acceptance, hardware, migrations, then ``metrics.KEY: ...`` in the solution's order.
+        ``PATH: what is wrong``: the status claims, ``objectives.KEY: solution says X,
+        verifier computes Y`` in the order acceptance, hardware, migrations, restarts,
+        ``metrics.KEY: ...`` in the solution's order, then bound, gap, stages and rejections.
 
     Examples
     --------
@@ -187,28 +205,7 @@ def check_claims(instance: Instance, solution: Solution) -> list[str]:
     >>> check_claims(inst, replace(sol, metrics={"active_gpus": 2}))
     ['metrics.active_gpus: solution says 2, verifier computes 3']
     """
-    report = verify(instance, solution)
-    return _claim_differences(solution, report.objectives, report.metrics)
-
-
-def _claim_differences(solution: Solution, objectives: Objectives, metrics: dict[str, float]) -> list[str]:
-    out: list[str] = []
-    if solution.objectives is not None:
-        claimed = solution.objectives.to_dict()
-        out += _differences("objectives", claimed, objectives.to_dict())
-    return out + _differences("metrics", solution.metrics, metrics)
-
-
-def _differences(field: str, claimed: dict[str, float], computed: dict[str, float]) -> list[str]:
-    out = []
-    for key, got in claimed.items():
-        if key not in computed:
-            out.append(f"{field}.{key}: not a metric mipopt computes (docs/formats.md, Verifier)")
-            continue
-        want = computed[key]
-        if not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-6):
-            out.append(f"{field}.{key}: solution says {got:.10g}, verifier computes {want:.10g}")
-    return out
+    return [c.message() for c in verify(instance, solution).claims]
 
 
 def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Objectives, dict[str, float]]:

@@ -100,8 +100,8 @@ def test_verify_json(solved: Path, capsys: Capsys) -> None:
     code, out, err = run(capsys, "verify", str(QUICKSTART), str(solved), "--json")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert set(data) == {"valid", "violations", "objectives", "metrics"}
-    assert data["valid"] is True and data["violations"] == []
+    assert set(data) == {"valid", "violations", "objectives", "metrics", "claims"}
+    assert data["valid"] is True and data["violations"] == [] and data["claims"] == []
     assert data["objectives"] == {"acceptance": 8.0, "hardware": 6.0, "migrations": 0.0, "restarts": 0.0}
     assert data["metrics"]["accepted"] == 7 and data["metrics"]["active_gpus"] == 3
 
