@@ -102,9 +102,11 @@ def test_weighted_prefers_saving_hardware_when_it_pays() -> None:
             "objective: intra_moves is retired: restarts counts start changes on a GPU and moves to "
             "another GPU (lex:acceptance,hardware,migrations,restarts)",
         ),
+        ("weighted:1,nan", "objective: the weight of hardware, 'nan', is not a number"),
         (
-            "weighted:1,nan",
-            "objective: weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, restarts)",
+            "weighted:1,2,3,4,5",
+            "objective: weighted: takes 1 to 4 non-negative weights (acceptance, hardware, migrations, "
+            "restarts), got '1,2,3,4,5'",
         ),
     ],
 )
