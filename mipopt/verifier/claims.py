@@ -262,6 +262,8 @@ class _Check:
         self.metrics = metrics
         self.mode = _mode(solution.method)
         self.stages = solution.stages
+        self.fitting_at: dict[tuple[object, ...], tuple[str, str]] = {}
+        self.nowhere: dict[tuple[object, ...], str] = {}
 
     def run(self) -> Iterator[BrokenClaim]:
         yield from self.status()
@@ -502,7 +504,7 @@ class _Check:
                 continue
             if self.objectives.acceptance + w.weight > most_acceptance + TOL:
                 continue
-            key = (w.profile, w.gpu_models, w.cpu, w.ram_gb)
+            key = _group(w)
             if key not in seen:
                 spots = self.space.spots(w)  # the least hardware first
                 ok = spots and self.objectives.hardware + spots[0][2] <= most_hardware + TOL
@@ -591,25 +593,32 @@ class _Check:
             return f"{first!r} holds first ({message})"
         if code in _INSTANCE_CODES:
             return self.placeable_text(w, code)
-        as_run = self.as_run.spots(w)
-        left = self.space.spots(w) if self.holds_running else []
+        as_run, left = self.fits(w)
         if code == "no-room" and (as_run or left):
-            gpu, start, _ = (as_run or left)[0]
             where = (
                 "beside the running workloads as they run" if as_run else "in the space the solution leaves"
             )
-            return f"it fits at {gpu}:{start} {where}"
+            return f"it fits at {as_run or left} {where}"
         if code in ("needs-restarts", "undecided") and as_run:
-            gpu, start, _ = as_run[0]
-            return f"it fits at {gpu}:{start} beside the running workloads as they run, restarting none"
+            return f"it fits at {as_run} beside the running workloads as they run, restarting none"
         if code == "undecided" and left:
-            gpu, start, _ = left[0]
-            return f"it fits at {gpu}:{start} in the space the solution leaves"
+            return f"it fits at {left} in the space the solution leaves"
         if code in ("needs-restarts", "undecided", "not-chosen"):
             none = self.no_answer(w)
             if none:
                 return f"no answer places it, restarts or not: {none}"
         return ""
+
+    def fits(self, w: Workload) -> tuple[str, str]:
+        """Where ``w`` fits (``gpu:start``, empty when nowhere) beside the running workloads as
+        they run, and in the space the solution leaves (when it keeps every running workload);
+        once per group of alike requests."""
+        key = _group(w)
+        if key not in self.fitting_at:
+            as_run = self.as_run.spots(w)
+            left = self.space.spots(w) if self.holds_running else []
+            self.fitting_at[key] = (_first(as_run), _first(left))
+        return self.fitting_at[key]
 
     def placeable_text(self, w: Workload, code: str) -> str:
         """Why an instance-only reason is false for ``w``, which some GPU and host can take."""
@@ -631,7 +640,14 @@ class _Check:
 
     def no_answer(self, w: Workload) -> str:
         """Why no answer at all places ``w`` (every running workload that is not pinned free to
-        move, no budget), when that is decided without a search; else empty."""
+        move, no budget), when that is decided without a search; else empty. Once per group of
+        alike requests."""
+        key = _group(w)
+        if key not in self.nowhere:
+            self.nowhere[key] = self.decide_nowhere(w)
+        return self.nowhere[key]
+
+    def decide_nowhere(self, w: Workload) -> str:
         if not self.pinned.eligible(w):
             return "its eligible GPUs all have an unknown layout"
         if not self.pinned.spots(w):
@@ -640,6 +656,16 @@ class _Check:
         # no time for searches: only the totals decide (mipopt.verifier.room, step 1)
         search = find_room(self.work, w, movable=movable, budget=UNLIMITED, deadline=time.monotonic())
         return search.how if search.impossible else ""
+
+
+def _first(spots: list[tuple[str, int, float]]) -> str:
+    """``gpu:start`` of the first spot, empty when there is none."""
+    return f"{spots[0][0]}:{spots[0][1]}" if spots else ""
+
+
+def _group(w: Workload) -> tuple[object, ...]:
+    """What decides where a request fits: requests alike in it share one answer."""
+    return (w.profile, w.gpu_models, w.cpu, w.ram_gb)
 
 
 def _running(instance: Instance) -> list[tuple[Workload, tuple[str, int]]]:
