@@ -176,9 +176,18 @@ COLUMNS = [
 # --- traces and replays ----------------------------------------------------------
 
 
+def merged_options(options: str, path: str) -> dict[str, Any]:
+    """``key=value,...`` options where a later key wins: a reading's options follow its setting's
+    (:data:`READINGS`), which :func:`mipopt._fields.parse_options` alone refuses as given twice."""
+    merged: dict[str, Any] = {}
+    for item in filter(None, options.split(",")):
+        merged.update(parse_options(item, path))
+    return merged
+
+
 def split_options(options: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A setting's options: those of ``alibaba_trace`` and those of ``simulate`` (:data:`SIMULATE_OPTIONS`)."""
-    given = parse_options(options, "--settings")
+    given = merged_options(options, "--settings")
     return (
         {k: v for k, v in given.items() if k not in SIMULATE_OPTIONS},
         {k: v for k, v in given.items() if k in SIMULATE_OPTIONS},
@@ -818,7 +827,7 @@ def explore_choice(rows: list[dict[str, str]]) -> tuple[str | None, str | None]:
     for options, rs in latest(rows, "explore").items():
         acc = {r["label"]: float(r["acceptance_rate"]) for r in rs}
         distance = paper_distance(acc)
-        if distance is None or parse_options(options, "options").get("resources") is False:
+        if distance is None or merged_options(options, "options").get("resources") is False:
             continue
         if acc["grmu"] > acc["mcc"] > acc["ff"]:
             by_distance.append((distance, options))
@@ -844,7 +853,7 @@ def explore_section(rows: list[dict[str, str]], source: str, args: object = None
     }
     body = []
     for options, rs in groups.items():
-        opts = parse_options(options, "options")
+        opts = merged_options(options, "options")
         acc = {r["label"]: float(r["acceptance_rate"]) for r in rs}
         if opts.get("departures") is False:
             load_name = "no departures"

@@ -50,6 +50,11 @@ def refusal(parse: object, *args: object) -> str:
             f"method: adapter(...) nested 5 deep, more than the limit of {MAX_ADAPTER_DEPTH} (docs/limits.md)",
         ),
         (make_policy, "grmu:heavy=0.3,heavy=0.5", "policy: option 'heavy' is given twice"),
+        (  # found by the fuzz test below: a TypeError until now
+            make_policy,
+            "adapter(ff):heavy=0.3",
+            "policy: policy 'adapter(ff):heavy=0.3': Adapter.__init__() got an unexpected keyword argument 'heavy'",
+        ),
         (get_method, "grmu:heavy=0.3,heavy=0.5", "method: option 'heavy' is given twice"),
         (get_method, "ff:x=nan", "method: option 'x' is nan, not a number"),
         (

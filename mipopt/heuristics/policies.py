@@ -100,13 +100,16 @@ def make_policy(spec: str, path: str = "policy") -> Policy:
         )
     inner = re.fullmatch(r"adapter\((?P<inner>.+)\)(?::(?P<options>.*))?", spec)
     if inner:
-        adapter = POLICIES["adapter"]
-        return adapter(make_policy(inner["inner"], path), **parse_options(inner["options"], path))
-    match = _SPEC.match(spec)
-    if match is None or match["name"] not in POLICIES or match["name"] == "adapter":
-        known = ", ".join(n for n in policy_names() if n != "adapter")
-        raise InstanceError(path, f"unknown policy {shown(spec)} (known: {known}, adapter(<policy>))")
+        wrapped = make_policy(inner["inner"], path)
+        factory, options = POLICIES["adapter"], parse_options(inner["options"], path)
+        args: tuple[Policy, ...] = (wrapped,)
+    else:
+        match = _SPEC.match(spec)
+        if match is None or match["name"] not in POLICIES or match["name"] == "adapter":
+            known = ", ".join(n for n in policy_names() if n != "adapter")
+            raise InstanceError(path, f"unknown policy {shown(spec)} (known: {known}, adapter(<policy>))")
+        factory, options, args = POLICIES[match["name"]], parse_options(match["options"], path), ()
     try:
-        return POLICIES[match["name"]](**parse_options(match["options"], path))
-    except TypeError as err:
+        return factory(*args, **options)
+    except TypeError as err:  # an option the policy does not take (adapter(ff):heavy=0.3 too)
         raise InstanceError(path, f"policy {shown(spec)}: {err}") from None
