@@ -23,10 +23,7 @@ if not __package__:  # run as a file: python benchmarks/bench_simulate.py
     import _as_module  # noqa: F401
 
 import argparse
-import os
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -83,21 +80,6 @@ COLUMNS = (
 )
 
 
-def run_once(argv: list[str]) -> tuple[float, float]:
-    """Wall time and peak resident memory (MB) of one fresh process of ``argv``."""
-    t0 = time.perf_counter()
-    child = subprocess.Popen(
-        argv, cwd=common.REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - t0
-    child.returncode = os.waitstatus_to_exitcode(status)
-    error = child.stderr.read() if child.stderr else ""
-    if child.returncode != 0:
-        raise common.Failed(f"{' '.join(argv[2:])}: exit code {child.returncode}: {error.strip()[-300:]}")
-    return elapsed, usage.ru_maxrss / 1024  # kB on Linux
-
-
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name in args.commands:
@@ -116,7 +98,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
             ]
             times, peaks = [], []
             for _ in range(args.runs):
-                elapsed, peak = run_once(argv)
+                elapsed, peak = common.timed_process(argv)
                 times.append(elapsed)
                 peaks.append(peak)
             series = out / "series.csv"

@@ -36,6 +36,8 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -394,6 +396,38 @@ def run_grid(
 
 
 # --- child processes under limits -----------------------------------------------------
+
+
+def timed_process(argv: Sequence[str], timeout_s: float | None = None) -> tuple[float, float]:
+    """Wall time (s) and peak resident memory (MB, the child's ``ru_maxrss``) of one fresh process
+    of ``argv`` run from the repository's root, its output dropped; killed after ``timeout_s``.
+
+    Raises
+    ------
+    Failed
+        When it exits with another code than 0 (or was killed at ``timeout_s``), with the end of
+        its stderr.
+    """
+    with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: a chatty child never blocks
+        t0 = time.perf_counter()
+        child = subprocess.Popen(argv, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=err)
+        timer = None if timeout_s is None else threading.Timer(timeout_s, child.kill)
+        if timer is not None:
+            timer.start()
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        elapsed = time.perf_counter() - t0
+        child.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        error = err.read()
+    if child.returncode != 0:
+        killed = timeout_s is not None and elapsed >= timeout_s
+        why = f"killed after {timeout_s:g} s" if killed else f"exit code {child.returncode}"
+        raise Failed(f"{' '.join(argv[2:])}: {why}: {error.strip()[-300:]}")
+    return elapsed, usage.ru_maxrss / 1024  # kB on Linux
 
 
 @dataclass(frozen=True)
