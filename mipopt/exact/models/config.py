@@ -37,6 +37,7 @@ per profile with no interaction between profiles, so the counts are exact.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -209,12 +210,20 @@ class ConfigModel:
                 quota[key] -= 1
                 stayers[gpu.id].append(w.id)
 
+    @functools.cached_property
+    def _running_on(self) -> dict[str, list[Workload]]:
+        out: dict[str, list[Workload]] = defaultdict(list)
+        for w in self.instance.running:
+            if w.placement is not None:
+                out[w.placement.gpu].append(w)
+        return out
+
     def _kept_stayers(self, unit: _Unit, gpu_id: str, kept: frozenset[int]) -> dict[str, tuple[int, int]]:
         """The running workloads of ``gpu_id`` at positions ``kept`` of ``unit.stayers``, with
         (profile index, start)."""
         out: dict[str, tuple[int, int]] = {}
         want = [unit.stayers[i] for i in sorted(kept)]
-        for w in self.instance.running:
+        for w in self._running_on.get(gpu_id, ()):
             if w.placement is None or w.placement.gpu != gpu_id or w.id in self.fixed:
                 continue
             key = (unit.model.index(w.profile), w.placement.start, w.migration_weight)
@@ -420,7 +429,7 @@ class ConfigModel:
         """Positions in ``unit.stayers`` of the GPU's running workloads that ``placed`` keeps
         on their own starts."""
         model = unit.model
-        home = [w for w in self.instance.running if w.placement is not None and w.placement.gpu == gpu_id]
+        home = self._running_on.get(gpu_id, [])
         kept = {
             (model.index(w.profile), w.placement.start, w.migration_weight)
             for w in home
