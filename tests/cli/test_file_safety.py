@@ -359,13 +359,14 @@ def test_sigterm_during_a_solve_writes_the_incumbent_and_exits_143(tmp_path: Pat
 def test_sigterm_during_simulate_leaves_the_old_set_and_exits_143(work: Path, capsys: Capsys) -> None:
     assert run(capsys, *SIMULATE, "--out", "out")[0] == 0
     before = snapshot(work)
-    long = ["simulate", "--workload", "fbk:gpus=100", "--policy", "ff", "--policy", "bf", "--runs", "2"]
+    # many runs: still under way when the signal comes, however loaded the machine
+    long = ["simulate", "--workload", "fbk:gpus=100", "--policy", "ff", "--policy", "bf", "--runs", "40"]
     child = _Child(*long, "--executor", "serial", "--out", "out", "--progress", cwd=work)
     child.wait_for("%")  # the progress bar: the replays are under way
     code, out, err, took = child.terminate()
     assert (code, out, _last_line(err)) == (143, "", "mipopt: terminated"), err
     assert err.count("mipopt:") == 1 and "Traceback" not in err
-    assert took < 5
+    assert took < 10
     assert snapshot(work) == before
 
 
