@@ -224,12 +224,10 @@ class ConfigModel:
         out: dict[str, tuple[int, int]] = {}
         want = [unit.stayers[i] for i in sorted(kept)]
         for w in self._running_on.get(gpu_id, ()):
-            if w.placement is None or w.placement.gpu != gpu_id or w.id in self.fixed:
-                continue
-            key = (unit.model.index(w.profile), w.placement.start, w.migration_weight)
-            if key in want:
+            key = _stayer(unit.model, w)
+            if w.id not in self.fixed and key in want:
                 want.remove(key)
-                out[w.id] = (cast(int, key[0]), w.placement.start)
+                out[w.id] = key[:2]
         return out
 
     def _place(
@@ -428,24 +426,24 @@ class ConfigModel:
     def _at_home(self, unit: _Unit, gpu_id: str, placed: dict[str, tuple[str, int]]) -> frozenset[int]:
         """Positions in ``unit.stayers`` of the GPU's running workloads that ``placed`` keeps
         on their own starts."""
-        model = unit.model
-        home = self._running_on.get(gpu_id, [])
         kept = {
-            (model.index(w.profile), w.placement.start, w.migration_weight)
-            for w in home
-            if w.placement is not None and placed.get(w.id) == (gpu_id, w.placement.start)
+            key
+            for w in self._running_on.get(gpu_id, ())
+            if placed.get(w.id) == (gpu_id, (key := _stayer(unit.model, w))[1])
         }
         return frozenset(i for i, st in enumerate(unit.stayers) if st in kept)
 
 
+def _stayer(model: GpuModel, w: Workload) -> tuple[int, int, float]:
+    """A running workload as the keep variant lists it: (profile index, start, delta)."""
+    p = model.index(w.profile)
+    assert p is not None and w.placement is not None
+    return (p, w.placement.start, w.migration_weight)
+
+
 def _stayers(model: GpuModel, running: list[Workload]) -> tuple[tuple[int, int, float], ...]:
-    """A GPU's running workloads as sorted (profile index, start, delta)."""
-    out = []
-    for w in running:
-        p = model.index(w.profile)
-        assert p is not None and w.placement is not None
-        out.append((p, w.placement.start, w.migration_weight))
-    return tuple(sorted(out))
+    """A GPU's running workloads as sorted :func:`_stayer` tuples."""
+    return tuple(sorted(_stayer(model, w) for w in running))
 
 
 def _keep_options(
