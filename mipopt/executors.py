@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -306,12 +307,24 @@ def _worker_start() -> None:
     which a terminal sends to the workers too, is left to the caller, which stops them so."""
     signal.signal(signal.SIGTERM, _exit_worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.unraisablehook = _exit_again
 
 
 def _exit_worker(signum: int, frame: FrameType | None) -> None:
     global _stopping
     _stopping = True
-    raise SystemExit(128 + signum)
+    raise SystemExit(128 + signal.SIGTERM)
+
+
+def _exit_again(unraisable: Any) -> None:
+    """The SystemExit of a SIGTERM that landed in code whose exceptions Python ignores (a weakref
+    callback, such as the import system's module locks, or a ``__del__``) would be printed and lost,
+    and the worker would run on until killed: raise it again a moment later, past that code."""
+    if _stopping and isinstance(unraisable.exc_value, SystemExit) and hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _exit_worker)
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 def _job(fn: Callable[..., T], *args: Any) -> T:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -266,3 +268,21 @@ def test_a_ray_local_instance_replays_the_same_frames(
     serial_replays: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
     _same_replays(compare(WORKLOAD, POLICIES, runs=3, seed=5, executor="ray:local:2"), serial_replays)
+
+
+def test_a_sigterm_that_lands_in_a_weakref_callback_still_ends_the_worker() -> None:
+    """Python prints and drops an exception raised in a weakref callback (the import system's
+    module locks are one); the worker raises it again past the callback and exits 143, silently."""
+    code = (
+        "import os, signal, time, weakref\n"
+        "from mipopt.executors import _worker_start\n"
+        "_worker_start()\n"
+        "class Box: pass\n"
+        "box = Box()\n"
+        "ref = weakref.ref(box, lambda _: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "del box\n"
+        "time.sleep(5)\n"
+        "print('still running')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr) == (143, "", "")
