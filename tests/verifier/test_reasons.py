@@ -16,6 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from mipopt import registry
+from mipopt.catalog import get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import (
     Instance,
@@ -459,13 +460,24 @@ def _scanned(inst: Instance) -> list[tuple[str, str, str]]:
     return out
 
 
+def _refused(profile: str | int, allowed: list[str] | None, in_use: set[str]) -> bool:
+    """Whether the instance would refuse this request on input: a profile an allowed model in use
+    lacks, or one no model of the cluster has (drawn requests so refused would reject most draws)."""
+    has = {m: get_model(m).find(profile) is not None for m in _MODELS}
+    if allowed is not None:
+        return any(not has[m] for m in allowed if m in in_use)
+    return not any(has[m] for m in (in_use or _MODELS))
+
+
 @st.composite
 def _mixed_clusters(draw: st.DrawFn) -> Instance:
     """Hosts of mixed models and capacities (some without GPUs); requests alike and not, some
     asking for models the cluster lacks."""
     b = InstanceBuilder("mixed")
+    in_use: set[str] = set()
     for h in range(draw(st.integers(1, 5))):
         models = draw(st.lists(st.sampled_from(_MODELS), min_size=h > 0, max_size=3))  # h0 may have none
+        in_use.update(models)
         caps = {k: c for k in ("cpu", "ram_gb") if (c := draw(st.sampled_from(_CAPS))) is not None}
         b.add_host(f"h{h}", {f"h{h}-g{i}": m for i, m in enumerate(models)}, **caps)
     for k in range(draw(st.integers(1, 12))):
@@ -475,6 +487,8 @@ def _mixed_clusters(draw: st.DrawFn) -> Instance:
             "cpu": draw(st.sampled_from((0.0, 6.0, 12.0))),
             "ram_gb": draw(st.sampled_from((0.0, 6.0, 12.0))),
         }
+        if _refused(profile, allowed, in_use):
+            continue
         b.add_workload(f"w{k}", profile, gpu_models=allowed, **need)
     try:
         return b.build()
