@@ -34,10 +34,10 @@ from mipopt.geometry.configs import enumerate_configurations, family_profiles, m
 from mipopt.heuristics.adapter import Adapter, chain
 from mipopt.heuristics.policies import make_policy
 from mipopt.instance import InstanceBuilder, Workload
+from mipopt.instance.trace import Trace
 from mipopt.simulation import simulate
 from mipopt.state.cluster import Cluster
 from mipopt.workloads import fbk_trace, poisson_trace
-from mipopt.workloads.trace import Trace
 
 POLICIES = ("mfi", "ff", "bf-bi", "grmu")
 MIXED_MIX = {"1g.5gb": 3.0, "1g.10gb": 2.0, "2g.10gb": 2.0, "3g.20gb": 1.0, "3g.40gb": 1.0, "2g.20gb": 1.0}

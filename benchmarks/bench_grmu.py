@@ -76,12 +76,12 @@ from mipopt._fields import parse_options
 from mipopt.catalog import get_model
 from mipopt.geometry.configs import config_stats
 from mipopt.heuristics.policies import make_policy
+from mipopt.instance.trace import Trace
 from mipopt.io import write_atomic
 from mipopt.simulation import simulate
 from mipopt.simulation.engine import on_grid
 from mipopt.workloads import alibaba_trace
 from mipopt.workloads.alibaba import NODE_FILE, POD_FILE
-from mipopt.workloads.trace import Trace
 
 DEFAULT_TRACE = common.REPO_ROOT.parent / "shared" / "data" / "alibaba-gpu-v2023"
 #: Load settings by name (options of ``alibaba_trace``); ``paper`` was chosen by ``--explore``.

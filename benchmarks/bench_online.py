@@ -53,14 +53,14 @@ import numpy as np
 from benchmarks import common
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import NO_START, reference, tables_for
+from mipopt.heuristics.online import Decision, Policy
 from mipopt.heuristics.policies import make_policy
-from mipopt.heuristics.policy import Decision, Policy
 from mipopt.instance import Instance, InstanceBuilder, Workload
+from mipopt.instance.trace import Trace
 from mipopt.simulation import simulate
 from mipopt.state.cluster import Cluster
 from mipopt.workloads import alibaba_trace, fbk_trace
 from mipopt.workloads.alibaba import NODE_FILE, POD_FILE
-from mipopt.workloads.trace import Trace
 
 PARTS = ("decision", "alibaba", "fbk")
 POLICIES = (

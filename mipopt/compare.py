@@ -60,7 +60,7 @@ from mipopt.registry import MethodSpec, checked_options, get_method, methods
 from mipopt.verifier import verify
 
 if TYPE_CHECKING:
-    from mipopt.heuristics.policy import Policy
+    from mipopt.heuristics.online import Policy
 
 __all__ = [
     "EXACT",
@@ -259,7 +259,7 @@ def compare_methods(
     instances
         The instances, in order.
     method_names
-        Method names (:func:`mipopt.methods`) or :class:`~mipopt.heuristics.policy.Policy`
+        Method names (:func:`mipopt.methods`) or :class:`~mipopt.heuristics.online.Policy`
         objects (yours, or :func:`mipopt.make_policy`'s; the row's method is the policy's
         name; on an executor other than ``serial`` its class must be importable by the
         workers, from a module rather than a notebook or ``__main__``); the references

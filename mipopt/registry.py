@@ -41,7 +41,7 @@ from mipopt.state.idle import reuse_idle
 if TYPE_CHECKING:
     from mipopt.exact.driver import Heuristic
     from mipopt.exact.sweep import Front
-    from mipopt.heuristics.policy import Policy
+    from mipopt.heuristics.online import Policy
 
 __all__ = [
     "MethodSpec",
@@ -105,7 +105,7 @@ class MethodSpec:
         ``run(instance, **options) -> Solution``.
     policy
         For an online policy run in batch: the policy spec it makes (``ibm-initial``), or for a
-        :class:`~mipopt.heuristics.policy.Policy` object given instead of a name, its name.
+        :class:`~mipopt.heuristics.online.Policy` object given instead of a name, its name.
     preset
         Options fixed by the name (``exact-initial`` is ``exact`` with ``use_case="initial"``).
     moves
@@ -248,8 +248,8 @@ def _rule(function: str) -> Callable[..., Solution]:
 
 def _policy(spec: str) -> Callable[..., Solution]:
     def run(instance: Instance, *, seed: int = 0, budget: Budget | None = None) -> Solution:
+        from mipopt.heuristics.online import run_batch
         from mipopt.heuristics.policies import make_policy
-        from mipopt.heuristics.policy import run_batch
 
         return run_batch(make_policy(spec, "method"), instance, seed=seed, budget=budget)
 
@@ -273,7 +273,7 @@ def _policy_moves(policy: Policy) -> bool:
     finds no place (:meth:`Policy.on_reject`), as GRMU's defragmentation does; MIG-Adapter's own
     borrowing moves nothing that runs, its inner policy may."""
     from mipopt.heuristics.adapter import Adapter
-    from mipopt.heuristics.policy import Policy
+    from mipopt.heuristics.online import Policy
 
     if isinstance(policy, Adapter):
         return _policy_moves(policy.inner)
@@ -414,7 +414,7 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
     spec
         A name of :func:`methods`, with options after a colon: ``grmu:heavy=0.3`` (a policy's
         own options), ``exact:model=wpm,use_case=initial`` (an exact method's), or
-        ``adapter(<policy>)``; or a :class:`~mipopt.heuristics.policy.Policy` object (yours, or
+        ``adapter(<policy>)``; or a :class:`~mipopt.heuristics.online.Policy` object (yours, or
         one of :func:`mipopt.make_policy`), run in batch as a named policy is.
     path
         What to name in errors (``method``; the CLI passes ``--method``).
@@ -490,9 +490,9 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
 
 
 def _policy_method(policy: object, path: str) -> MethodSpec:
-    """A :class:`~mipopt.heuristics.policy.Policy` object as a method: in batch, as a named
+    """A :class:`~mipopt.heuristics.online.Policy` object as a method: in batch, as a named
     policy runs (its name, or its class's name when it has none)."""
-    from mipopt.heuristics.policy import Policy, run_batch
+    from mipopt.heuristics.online import Policy, run_batch
 
     if not isinstance(policy, Policy):
         raise ParameterTypeError(
@@ -563,7 +563,7 @@ def solve(
     method
         A name of :func:`methods` (default ``exact``), with options after a colon
         (``grmu:heavy=0.3``, ``exact:model=wpm``), or ``adapter(<policy>)``; or a
-        :class:`~mipopt.heuristics.policy.Policy` object, yours or :func:`mipopt.make_policy`'s,
+        :class:`~mipopt.heuristics.online.Policy` object, yours or :func:`mipopt.make_policy`'s,
         run in batch (the new workloads arrive in file order).
     model
         Exact only: ``grmu`` (default: the configuration model, staged proofs), ``grmu-slots``,

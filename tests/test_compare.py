@@ -29,7 +29,7 @@ from mipopt.compare import (
     summary_table,
 )
 from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
-from mipopt.heuristics.policy import Decision, Policy
+from mipopt.heuristics.online import Decision, Policy
 from mipopt.instance import Instance, Objectives, Solution, Status, Termination, Workload
 from mipopt.io import load_instance
 from mipopt.registry import MethodSpec, _methods, solve

@@ -11,7 +11,7 @@ from factories import ROOT
 
 import mipopt
 from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
-from mipopt.heuristics.policy import Decision, Policy
+from mipopt.heuristics.online import Decision, Policy
 from mipopt.instance import Workload
 from mipopt.registry import get_method, methods, methods_text
 from mipopt.state.cluster import Cluster

@@ -61,7 +61,7 @@ Placed = dict[str, tuple[str, int]]
 
 
 class RequestLike(Protocol):
-    """What the model reads of a request (:class:`mipopt.workloads.trace.Request`)."""
+    """What the model reads of a request (:class:`mipopt.instance.trace.Request`)."""
 
     @property
     def id(self) -> str: ...
@@ -82,7 +82,7 @@ class RequestLike(Protocol):
 
 
 class TraceLike(Protocol):
-    """What the model reads of a trace (:class:`mipopt.workloads.trace.Trace`, a layer above)."""
+    """What the model reads of a trace (:class:`mipopt.instance.trace.Trace`, a layer above)."""
 
     @property
     def name(self) -> str: ...
@@ -857,7 +857,7 @@ def hindsight_optimum(
     Parameters
     ----------
     trace
-        A :class:`mipopt.workloads.trace.Trace` (or anything with its ``name``, ``cluster`` and
+        A :class:`mipopt.instance.trace.Trace` (or anything with its ``name``, ``cluster`` and
         ``requests``). Its running workloads stay where they are; host cpu and ram are not
         modelled (requests needing them on hosts that limit them are refused).
     migrations

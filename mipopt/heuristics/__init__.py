@@ -3,8 +3,8 @@ tables.
 
 * :mod:`~mipopt.heuristics.ibm_rules`, :mod:`~mipopt.heuristics.ibm_baselines`: IBM WPM's
   rule-based heuristics and its first-fit baseline, batch;
-* :mod:`~mipopt.heuristics.policy`: the online :class:`~mipopt.heuristics.policy.Policy` interface
-  and :func:`~mipopt.heuristics.policy.run_batch` (any policy in batch);
+* :mod:`~mipopt.heuristics.online`: the online :class:`~mipopt.heuristics.online.Policy` interface
+  and :func:`~mipopt.heuristics.online.run_batch` (any policy in batch);
 * :mod:`~mipopt.heuristics.grmu`, :mod:`~mipopt.heuristics.mfi`, :mod:`~mipopt.heuristics.adapter`:
   the policies of the GRMU, MFI and IBM papers and MIG-Adapter;
 * :mod:`~mipopt.heuristics.policies`: the table of policies by name (:func:`make_policy`).

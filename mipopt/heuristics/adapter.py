@@ -37,7 +37,7 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile
 from mipopt.geometry import NO_START, tables_for
-from mipopt.heuristics.policy import BudgetGuard, Policy
+from mipopt.heuristics.online import BudgetGuard, Policy
 from mipopt.instance import Workload
 from mipopt.state.cluster import Cluster
 

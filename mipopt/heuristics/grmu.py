@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from mipopt.catalog import GpuModel
 from mipopt.geometry import NO_START, GeometryTables, tables_for
-from mipopt.heuristics.policy import Decision, Policy
+from mipopt.heuristics.online import Decision, Policy
 from mipopt.instance import Workload
 from mipopt.state.cluster import Cluster, Group, Relocation
 

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from mipopt.catalog import GpuModel
 from mipopt.geometry import preferred_starts, tables_for
 from mipopt.heuristics.ibm_rules import _choose as _ibm_choose
-from mipopt.heuristics.policy import Decision, Policy
+from mipopt.heuristics.online import Decision, Policy
 from mipopt.instance import Workload
 from mipopt.state.cluster import Cluster
 

@@ -1,4 +1,4 @@
-"""One interface for every placement policy, online (the simulator) and in batch (``mipopt solve``).
+"""The online interface: one base for every placement policy, run online (the simulator) and in batch (``mipopt solve``).
 
 A policy answers "where does this request go (GPU, start), or is it rejected"
 (:meth:`Policy.choose`) and may act on events by migrating running workloads through

@@ -27,7 +27,7 @@ from mipopt.heuristics.mfi import (
     RoundRobin,
     WorstFitBestIndex,
 )
-from mipopt.heuristics.policy import Policy
+from mipopt.heuristics.online import Policy
 from mipopt.heuristics.reopt import Reopt
 from mipopt.limits import MAX_SPEC_CHARS, beyond
 

@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from mipopt.heuristics.policy import BudgetGuard, Policy
+from mipopt.heuristics.online import BudgetGuard, Policy
 from mipopt.instance import Budget, Instance, Placement, Solution, Status, Workload
 from mipopt.instance.budget import disruption
 from mipopt.state.cluster import Cluster

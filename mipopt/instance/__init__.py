@@ -1,4 +1,4 @@
-"""Instances and solutions: frozen types, their JSON forms and a builder."""
+"""Instances, solutions and traces: frozen types, their JSON forms and a builder."""
 
 from mipopt.instance.budget import Budget
 from mipopt.instance.builder import InstanceBuilder
@@ -8,6 +8,7 @@ from mipopt.instance.parse import (
     solution_from_dict,
     solution_to_dict,
 )
+from mipopt.instance.trace import Request, Trace
 from mipopt.instance.types import (
     Assignment,
     Gpu,
@@ -33,10 +34,12 @@ __all__ = [
     "InstanceBuilder",
     "Objectives",
     "Placement",
+    "Request",
     "Solution",
     "StageResult",
     "Status",
     "Termination",
+    "Trace",
     "Workload",
     "instance_from_dict",
     "instance_to_dict",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mipopt.errors import InstanceError
-from mipopt.instance import Instance, Workload
+from mipopt.instance.types import Instance, Workload
 
 __all__ = ["Request", "Trace"]
 

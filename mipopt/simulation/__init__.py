@@ -1,6 +1,6 @@
 """Event-driven cluster simulation: traces of requests replayed under online policies.
 
-* :mod:`~mipopt.workloads.trace`: :class:`Trace` and :class:`Request`, what workload
+* :mod:`~mipopt.instance.trace`: :class:`Trace` and :class:`Request`, what workload
   generators (:mod:`mipopt.workloads`) produce;
 * :mod:`~mipopt.simulation.engine`: :func:`simulate`, one replay under one policy, with
   its time series and summary;
@@ -8,9 +8,9 @@
   from the Alibaba trace by a first-fit replay up to its peak.
 """
 
+from mipopt.instance.trace import Request, Trace
 from mipopt.simulation.engine import SimulationError, SimulationResult, on_grid, simulate
 from mipopt.simulation.snapshot import alibaba_snapshot
-from mipopt.workloads.trace import Request, Trace
 
 __all__ = [
     "Request",

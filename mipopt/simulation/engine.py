@@ -1,4 +1,4 @@
-"""Event-driven replay of a :class:`~mipopt.workloads.trace.Trace` under one policy.
+"""Event-driven replay of a :class:`~mipopt.instance.trace.Trace` under one policy.
 
 Events are processed in time order; at equal times departures come first, then the
 policy's periodic tick, then abandonments, then arrivals in trace order (FIFO). A
@@ -52,12 +52,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mipopt.heuristics.policy import Policy
+from mipopt.heuristics.online import Policy
 from mipopt.instance import Instance, Status, Termination
+from mipopt.instance.trace import Trace
 from mipopt.migrate.execute import PLAN_COUNTS
 from mipopt.state import MOVE_KINDS, Cluster
 from mipopt.verifier import solution_for, verify
-from mipopt.workloads.trace import Trace
 
 __all__ = ["SimulationError", "SimulationResult", "on_grid", "simulate"]
 

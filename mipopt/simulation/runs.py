@@ -22,10 +22,10 @@ from mipopt._fields import parse_options, shown
 from mipopt.errors import InstanceError
 from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.heuristics.policies import make_policy
+from mipopt.instance.trace import Trace
 from mipopt.io import write_atomic
 from mipopt.limits import MAX_RUNS, MAX_SPEC_CHARS, beyond
 from mipopt.simulation.engine import on_grid, simulate
-from mipopt.workloads.trace import Trace
 
 __all__ = [
     "SOURCES",

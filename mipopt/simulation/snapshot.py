@@ -15,9 +15,9 @@ from pathlib import Path
 
 from mipopt.heuristics.policies import make_policy
 from mipopt.instance import Instance, InstanceBuilder
+from mipopt.instance.trace import Trace
 from mipopt.simulation.engine import simulate
 from mipopt.workloads.alibaba import alibaba_peak, alibaba_trace
-from mipopt.workloads.trace import Trace
 
 __all__ = ["alibaba_snapshot"]
 

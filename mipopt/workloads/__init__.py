@@ -1,7 +1,7 @@
 """Seeded generators of the workload set-ups the papers evaluate on, and trace loaders.
 
 Each instance generator turns a size and a seed into a valid :class:`mipopt.instance.Instance`;
-each stream generator or loader returns a :class:`mipopt.workloads.trace.Trace` for the
+each stream generator or loader returns a :class:`mipopt.instance.trace.Trace` for the
 simulator. The same arguments always give the same result, so benchmarks and tests can
 name an instance or trace by its arguments alone.
 

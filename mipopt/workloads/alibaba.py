@@ -49,7 +49,7 @@ import numpy as np
 from mipopt.catalog import Profile, get_model
 from mipopt.errors import InstanceError
 from mipopt.instance import InstanceBuilder
-from mipopt.workloads.trace import Request, Trace
+from mipopt.instance.trace import Request, Trace
 
 __all__ = [
     "NODE_FILE",

@@ -22,9 +22,9 @@ import numpy as np
 
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.instance import InstanceBuilder
+from mipopt.instance.trace import Request, Trace
 from mipopt.limits import MAX_REQUESTS, beyond
 from mipopt.workloads.layout import check_gpus, host_layout
-from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["FBK_DISTRIBUTIONS", "fbk_trace", "table_ii_mix"]
 

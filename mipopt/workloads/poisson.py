@@ -17,10 +17,10 @@ import numpy as np
 
 from mipopt.catalog import get_model
 from mipopt.instance import Instance, InstanceBuilder
+from mipopt.instance.trace import Request, Trace
 from mipopt.limits import MAX_REQUESTS, beyond
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, table_ii_mix
 from mipopt.workloads.layout import check_gpus, host_layout
-from mipopt.workloads.trace import Request, Trace
 
 __all__ = ["poisson_stream", "poisson_trace"]
 

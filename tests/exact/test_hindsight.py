@@ -13,9 +13,9 @@ import pytest
 from mipopt.errors import InstanceError
 from mipopt.exact.hindsight import HindsightResult, epochs_of, hindsight_optimum
 from mipopt.instance import Instance, InstanceBuilder, Status, Termination
+from mipopt.instance.trace import Request, Trace
 from mipopt.verifier import check_state, solution_for, verify
 from mipopt.workloads import fbk_trace, poisson_trace
-from mipopt.workloads.trace import Request, Trace
 
 
 def cluster(

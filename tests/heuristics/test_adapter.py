@@ -7,8 +7,8 @@ import numpy as np
 import mipopt.heuristics.mfi  # noqa: F401  (registers the inner policies)
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.heuristics.adapter import Adapter, chain
+from mipopt.heuristics.online import run_batch
 from mipopt.heuristics.policies import make_policy
-from mipopt.heuristics.policy import run_batch
 from mipopt.instance import InstanceBuilder
 from mipopt.state.cluster import Cluster
 from mipopt.verifier import verify

@@ -13,7 +13,7 @@ import pytest
 import mipopt
 from mipopt.errors import InstanceError
 from mipopt.heuristics.grmu import Grmu
-from mipopt.heuristics.policy import BudgetGuard
+from mipopt.heuristics.online import BudgetGuard
 from mipopt.instance import Budget, Instance, InstanceBuilder, Solution
 from mipopt.instance.budget import disruption, left_out_by_budget
 from mipopt.registry import get_method

@@ -14,8 +14,8 @@ import mipopt.heuristics.grmu  # noqa: F401  (registers the policies)
 from mipopt.catalog import get_model
 from mipopt.geometry import tables_for
 from mipopt.heuristics.grmu import HEAVY, LIGHT, POOL, Grmu, MaxExpectedCC
+from mipopt.heuristics.online import run_batch
 from mipopt.heuristics.policies import make_policy
-from mipopt.heuristics.policy import run_batch
 from mipopt.instance import Instance, InstanceBuilder
 from mipopt.registry import solve
 from mipopt.state.cluster import Cluster

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from mipopt.heuristics.policy import Decision, Policy
+from mipopt.heuristics.online import Decision, Policy
 from mipopt.instance import InstanceBuilder, Workload
 from mipopt.simulation import Request, SimulationError, Trace, simulate
 from mipopt.state.cluster import Cluster

@@ -12,8 +12,8 @@ import pytest
 
 from mipopt.errors import InstanceError
 from mipopt.instance import Instance, InstanceBuilder
+from mipopt.instance.trace import Trace
 from mipopt.workloads import FBK_DISTRIBUTIONS, alibaba_summary, alibaba_trace, fbk_trace, poisson_trace
-from mipopt.workloads.trace import Trace
 
 REAL_TRACE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "alibaba-gpu-v2023"
 TABLE_II_ROWS = ("7g.80gb", "4g.40gb", "3g.40gb", "2g.20gb", "1g.20gb", "1g.10gb")
