@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mipopt.io import write_text
-    from mipopt.simulation.runs import compare, plot_series, run_header, summary_table
+    from mipopt.simulation.runs import compare, format_table, plot_series, run_header, summary_table
 
     options = {
         "bucket": args.bucket,
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(header)
-        print(table.to_string(float_format=lambda v: f"{v:.4g}"))
+        print(format_table(summary))
         if args.out:
             print(f"\nwrote {args.out}/series.csv, summary.csv, series.png")
     return EXIT_OK

@@ -9,7 +9,6 @@ policy, so policies always meet the same requests.
 
 from __future__ import annotations
 
-import inspect
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,19 +17,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mipopt._fields import parse_options, shown
+from mipopt._fields import shown
 from mipopt.errors import InstanceError
 from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.heuristics.policies import make_policy
 from mipopt.instance.trace import Trace
 from mipopt.io import write_atomic
-from mipopt.limits import MAX_RUNS, MAX_SPEC_CHARS, beyond
+from mipopt.limits import MAX_RUNS, beyond
 from mipopt.simulation.engine import on_grid, simulate
+from mipopt.specs import bind_options, parse_spec, takes
 
 __all__ = [
     "SOURCES",
     "compare",
+    "format_table",
     "make_trace",
+    "plain",
     "plot_series",
     "requests_per_run",
     "run_header",
@@ -60,20 +62,15 @@ def make_trace(spec: str, seed: int, path: str = "workload") -> Trace:
         Naming ``path`` on an unknown source or option, an option given twice, a bad value, or
         a size beyond ``docs/limits.md`` (GPUs, requests drawn, the spec's length).
     """
-    if len(spec) > MAX_SPEC_CHARS:
-        raise InstanceError(path, f"{beyond(len(spec), 'characters', MAX_SPEC_CHARS)}: {shown(spec[:40])}...")
-    name, _, text = spec.partition(":")
+    parsed = parse_spec(spec, path)
     sources = _sources()
-    if name not in sources:
-        raise InstanceError(path, f"unknown workload {shown(name)} (known: {', '.join(sorted(sources))})")
-    factory = sources[name]
-    options = parse_options(text, path)
-    params = inspect.signature(factory).parameters
-    unknown = sorted(set(options) - set(params))
-    if unknown:
-        known = ", ".join(p for p in params if p != "seed")
-        raise InstanceError(path, f"workload {name!r} has no option {shown(unknown[0])} (options: {known})")
-    if "seed" in params:
+    if parsed.name not in sources or parsed.inner is not None:
+        raise InstanceError(
+            path, f"unknown workload {shown(parsed.name)} (known: {', '.join(sorted(sources))})"
+        )
+    factory = sources[parsed.name]
+    options = bind_options(parsed, factory, path, "workload", skip=("seed",))
+    if "seed" in takes(factory):
         options["seed"] = seed
     try:
         return factory(**options)
@@ -171,7 +168,7 @@ def _replay(
     return res.series.assign(policy=spec, run=run), row
 
 
-#: The columns of :func:`summary_table`, then the queue's when a replay had one.
+#: The columns of :func:`summary_table`, then the queue's and MIGBench's metrics where a replay has them.
 TABLE_COLUMNS = (
     "accepted",
     "acceptance_rate",
@@ -181,14 +178,76 @@ TABLE_COLUMNS = (
     "migrations",
 )
 QUEUE_COLUMNS = ("mean_wait", "p95_wait", "abandoned")
+#: MIGBench's summary (:mod:`mipopt.simulation.metrics`), in its order.
+METRIC_COLUMNS = (
+    "makespan",
+    "throughput_per_hour",
+    "mean_wait",
+    "p50_wait",
+    "p95_wait",
+    "p99_wait",
+    "gpc_utilization",
+    "memory_utilization",
+    "peak_gpc_utilization",
+    "physical_fragmentation",
+    "stranded_capacity",
+    "request_fragmentation",
+    "backlogged_time_fraction",
+    "creates",
+    "deletes",
+)
+
+
+def _columns(summary: pd.DataFrame) -> list[str]:
+    optional = (c for c in (*QUEUE_COLUMNS, *METRIC_COLUMNS) if c in summary)
+    return [*TABLE_COLUMNS, *dict.fromkeys(optional), "runtime_s"]
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Means over runs per policy, in the order the policies were given."""
-    columns = [*TABLE_COLUMNS, *(c for c in QUEUE_COLUMNS if c in summary), "runtime_s"]
-    table = summary.groupby("policy", sort=False)[columns].mean()
+    table = summary.groupby("policy", sort=False)[_columns(summary)].mean()
     table.insert(0, "runs", summary.groupby("policy", sort=False).size())
     return table
+
+
+def plain(value: float) -> str:
+    """A number as the tables print it: four significant digits, thousands separated, never
+    e-notation (digits past the sixth decimal are dropped).
+
+    >>> [plain(v) for v in (17720.3, 0.98857, 44.7, 173.0, 0.000123456, -2.5e-9, 2874508.1)]
+    ['17,720', '0.9886', '44.7', '173', '0.000123', '0', '2,874,508']
+    """
+    if not np.isfinite(value):
+        return str(value)
+    if float(value).is_integer() or abs(value) >= 1000:
+        text = f"{value:,.0f}"
+    else:
+        decimals = min(6, max(0, 3 - int(np.floor(np.log10(abs(value))))))
+        text = f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def format_table(summary: pd.DataFrame) -> str:
+    """The table ``mipopt simulate`` prints: per policy the mean over runs of every column of
+    :func:`summary_table`, and with several runs their range beside it, ``mean [min..max]``.
+    Columns no replay measured (all NaN) are left out.
+
+    Examples
+    --------
+    >>> summary = pd.DataFrame({"policy": ["ff", "ff"], "accepted": [9, 12], "acceptance_rate": [0.75, 1.0],
+    ...     "hardware_area": [31000.0, 29000.0], "mean_active_gpus": [2.0, 2.0],
+    ...     "mean_fragmentation_fbk": [0.5, 0.25], "migrations": [0, 0], "runtime_s": [0.01, 0.03]})
+    >>> print(format_table(summary).splitlines()[2])
+    ff        2  10.5 [9..12]  0.875 [0.75..1]  30,000 [29,000..31,000]                2      0.375 [0.25..0.5]          0  0.02 [0.01..0.03]
+    """
+    measured = [c for c in _columns(summary) if summary[c].notna().any()]
+    groups = summary.groupby("policy", sort=False)[measured]
+    means, lows, highs = groups.mean(), groups.min(), groups.max()
+    cells = means.map(plain)
+    varies = (lows != highs) & lows.notna()
+    cells = cells.where(~varies, cells + " [" + lows.map(plain) + ".." + highs.map(plain) + "]")
+    cells.insert(0, "runs", groups.size().astype(str))
+    return cells.to_string()
 
 
 def requests_per_run(summary: pd.DataFrame) -> str:
