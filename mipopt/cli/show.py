@@ -35,17 +35,19 @@ def run(args: argparse.Namespace) -> int:
                 "run `mipopt verify` for details"
             )
         title = f"{inst.name}: {sol.method}"
+        profiles = sol.profiles()
     else:
         placed = inst.current_placement()
         title = f"{inst.name}: current placement"
+        profiles = {}
     try:
-        print(gpus_text(inst, placed))
+        print(gpus_text(inst, placed, profiles))
     except KeyError as err:
         raise BadInput(f"{args.solution}: {err.args[0]}; run `mipopt verify` for details") from None
     if state := state_text(inst):
         print(state)
     if args.png:
         with outputs.writing() as staged:
-            render.png(inst, placed, staged.path(args.png), title)
+            render.png(inst, placed, staged.path(args.png), title, profiles)
         print(f"wrote {args.png}")
     return EXIT_OK

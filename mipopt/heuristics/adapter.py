@@ -233,11 +233,19 @@ class Adapter(Policy):
         return done
 
     def finish_batch(self, cluster: Cluster) -> dict[str, tuple[str, int]]:
-        """Return what can be returned; a workload still on a borrowed profile is left out (rejected).
+        """Return what can be returned; a workload still on a borrowed profile is left out
+        (rejected), unless it is memory-sized.
 
-        A batch solution names a GPU and a start per workload, always at the
-        workload's own profile, so a borrowed instance has no place in it.
+        A batch solution places a workload that names its profile at that profile, so a
+        borrowed instance has no place in it; a memory-sized workload may take any profile
+        that fits, and the borrowed one does (it has at least the compute and memory of the
+        smallest that fits): the solution reports it as the workload's profile.
         """
         self.give_back(cluster, 0.0)
         placed = self.inner.finish_batch(cluster)
-        return {wid: where for wid, where in placed.items() if wid not in self.borrowers}
+        instance = cluster.instance
+        return {
+            wid: where
+            for wid, where in placed.items()
+            if wid not in self.borrowers or instance.workload(wid).memory_sized
+        }

@@ -160,4 +160,15 @@ def run_batch(policy: Policy, instance: Instance, *, seed: int = 0, budget: Budg
         policy.arrive(cluster, w, 0.0)
     placed = policy.finish_batch(cluster)
     note = budget_note(guard.budget, {w: why for w, why in guard.left_out.items() if w not in placed})
-    return completed(instance, placed, f"{policy.name} (batch)", t0, note)
+    return completed(instance, placed, f"{policy.name} (batch)", t0, note, chosen_profiles(cluster, placed))
+
+
+def chosen_profiles(cluster: Cluster, placed: dict[str, tuple[str, int]]) -> dict[str, str]:
+    """The profile each memory-sized workload of ``placed`` occupies on ``cluster`` (where it
+    sits there): the smallest that fits unless the policy chose a larger one."""
+    instance = cluster.instance
+    return {
+        wid: cluster.occupied_profile(wid).name
+        for wid, where in placed.items()
+        if instance.workload(wid).memory_sized and cluster.placed.get(wid) == where
+    }

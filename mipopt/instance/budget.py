@@ -109,7 +109,8 @@ def disruption(instance: Instance, placed: Mapping[str, tuple[str, int]]) -> dic
             continue
         restarted += 1
         if where[0] != w.placement.gpu:
-            moved_gb += instance.gpu(where[0]).model.profile(w.profile).memory_gb
+            profile = instance.profile_on(w, instance.gpu(where[0]).model)
+            moved_gb += 0.0 if profile is None else profile.memory_gb
     return {"restarted": restarted, "moved_memory_gb": moved_gb}
 
 

@@ -69,9 +69,12 @@ class InstanceBuilder:
     def add_workload(
         self,
         workload_id: str,
-        profile: str | int,
+        profile: str | int | None = None,
         *,
+        memory_gb: float | None = None,
+        min_compute: int | None = None,
         placement: tuple[str, int] | None = None,
+        running_profile: str | None = None,
         pinned: bool = False,
         cpu: float = 0.0,
         ram_gb: float = 0.0,
@@ -80,9 +83,19 @@ class InstanceBuilder:
         gpu_models: tuple[str, ...] | list[str] | None = None,
         gpu_instance_id: int | None = None,
     ) -> None:
-        """Add a workload; with ``placement=(gpu_id, start)`` it is running.
+        """Add a workload of a ``profile``, or sized by ``memory_gb`` (and ``min_compute``
+        compute slices): exactly one of the two. With ``placement=(gpu_id, start)`` it is
+        running; ``running_profile`` is the profile a memory-sized one runs at (default: the
+        smallest that fits).
 
         ``gpu_instance_id`` is the id the driver gave the running instance, when known.
+
+        >>> b = InstanceBuilder("demo")
+        >>> b.add_host("h1", gpus={"h1-g0": "H100-80GB"})
+        >>> b.add_workload("chat", memory_gb=12)
+        >>> inst = b.build()
+        >>> inst.profile_on(inst.workload("chat"), inst.gpu("h1-g0").model).name
+        '1g.20gb'
         """
         self._workloads.append(
             Workload(
@@ -93,8 +106,10 @@ class InstanceBuilder:
                 weight,
                 migration_weight,
                 None if gpu_models is None else tuple(gpu_models),
-                None if placement is None else Placement(*placement, gpu_instance_id),
+                None if placement is None else Placement(*placement, gpu_instance_id, running_profile),
                 pinned,
+                memory_gb,
+                min_compute,
             )
         )
 

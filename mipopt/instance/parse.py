@@ -34,7 +34,18 @@ from mipopt.instance.types import (
 
 _INSTANCE_OPTIONAL = ("name", "description", "custom_gpu_models", "expected", "idle", "notes")
 _HOST_OPTIONAL = ("cpu", "ram_gb", "weight")
-_WORKLOAD_OPTIONAL = ("cpu", "ram_gb", "weight", "migration_weight", "gpu_models", "placement", "pinned")
+_WORKLOAD_OPTIONAL = (
+    "profile",
+    "memory_gb",
+    "min_compute",
+    "cpu",
+    "ram_gb",
+    "weight",
+    "migration_weight",
+    "gpu_models",
+    "placement",
+    "pinned",
+)
 
 
 #: The ``format`` tag of each mipopt document (the plan's is :data:`mipopt.migrate.plan.FORMAT`,
@@ -171,17 +182,19 @@ def instance_from_dict(data: Any, default_name: str = "instance", *, source: Pat
     )
 
 
+def _profile_key(profile: Any, path: str) -> str | int:
+    """A profile name or ``-lgip`` id."""
+    if isinstance(profile, bool) or not isinstance(profile, str | int):
+        raise InstanceError(path, f"must be a profile name or id, got {f.type_name(profile)}")
+    return f.integer(profile, path) if isinstance(profile, int) else f.string(profile, path)
+
+
 def _idle(raw: Any, path: str) -> IdleInstance:
     d = f.obj(raw, path, ("gpu", "profile", "start"), ("gpu_instance_id",))
-    profile = d["profile"]
-    if isinstance(profile, bool) or not isinstance(profile, str | int):
-        raise InstanceError(f"{path}.profile", f"must be a profile name or id, got {f.type_name(profile)}")
     gi = d.get("gpu_instance_id")
     return IdleInstance(
         f.string(d["gpu"], f"{path}.gpu"),
-        f.integer(profile, f"{path}.profile")
-        if isinstance(profile, int)
-        else f.string(profile, f"{path}.profile"),
+        _profile_key(d["profile"], f"{path}.profile"),
         f.integer(d["start"], f"{path}.start"),
         None if gi is None else f.integer(gi, f"{path}.gpu_instance_id"),
     )
@@ -193,15 +206,26 @@ def _capacity(h: dict[str, Any], key: str, path: str) -> float | None:
 
 
 def _workload(raw: Any, path: str) -> Workload:
-    w = f.obj(raw, path, ("id", "profile"), _WORKLOAD_OPTIONAL)
+    w = f.obj(raw, path, ("id",), _WORKLOAD_OPTIONAL)
     wid = f.string(w["id"], f"{path}.id")
-    profile = w["profile"]
-    if isinstance(profile, bool) or not isinstance(profile, str | int):
-        raise InstanceError(f"{path}.profile", f"must be a profile name or id, got {f.type_name(profile)}")
-    if isinstance(profile, int):
-        profile = f.integer(profile, f"{path}.profile")
+    if "profile" in w and "memory_gb" in w:
+        raise InstanceError(path, "give either profile or memory_gb, not both")
+    if "profile" not in w and "memory_gb" not in w:
+        raise InstanceError(f"{path}.profile", "missing required field (or give memory_gb instead)")
+    profile = w.get("profile")
+    memory_gb = min_compute = None
+    if profile is not None:
+        profile = _profile_key(profile, f"{path}.profile")
+        if "min_compute" in w:
+            raise InstanceError(
+                f"{path}.min_compute", "goes with memory_gb (a named profile has its own compute)"
+            )
     else:
-        f.string(profile, f"{path}.profile")
+        memory_gb = f.number(w["memory_gb"], f"{path}.memory_gb", maximum=f.MAX_QUANTITY)
+        if memory_gb <= 0:
+            raise InstanceError(f"{path}.memory_gb", f"must be > 0, got {memory_gb:g}")
+        if "min_compute" in w:
+            min_compute = f.integer(w["min_compute"], f"{path}.min_compute", minimum=1)
     gpu_models = None
     if "gpu_models" in w:
         gp = f"{path}.gpu_models"
@@ -209,16 +233,19 @@ def _workload(raw: Any, path: str) -> Workload:
     placement = None
     if w.get("placement") is not None:
         pp = f"{path}.placement"
-        p = f.obj(w["placement"], pp, ("gpu", "start"), ("gpu_instance_id",))
+        p = f.obj(w["placement"], pp, ("gpu", "start"), ("gpu_instance_id", "profile"))
         gi = p.get("gpu_instance_id")
         placement = Placement(
             f.string(p["gpu"], f"{pp}.gpu"),
             f.integer(p["start"], f"{pp}.start"),
             None if gi is None else f.integer(gi, f"{pp}.gpu_instance_id"),
+            None if p.get("profile") is None else f.string(p["profile"], f"{pp}.profile"),
         )
     return Workload(
         wid,
         profile,
+        memory_gb=memory_gb,
+        min_compute=min_compute,
         cpu=f.number(w.get("cpu", 0.0), f"{path}.cpu"),
         ram_gb=f.number(w.get("ram_gb", 0.0), f"{path}.ram_gb"),
         weight=f.number(w.get("weight", 1.0), f"{path}.weight"),
@@ -248,9 +275,14 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
         out["hosts"].append(hd)
     out["workloads"] = []
     for w in inst.workloads:
-        wd: dict[str, Any] = {
-            "id": w.id,
-            "profile": w.profile,
+        wd: dict[str, Any] = {"id": w.id}
+        if w.profile is not None:
+            wd["profile"] = w.profile
+        else:
+            wd["memory_gb"] = w.memory_gb
+            if w.min_compute is not None:
+                wd["min_compute"] = w.min_compute
+        wd |= {
             "cpu": w.cpu,
             "ram_gb": w.ram_gb,
             "weight": w.weight,
@@ -262,6 +294,8 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             wd["placement"] = {"gpu": w.placement.gpu, "start": w.placement.start}
             if w.placement.gpu_instance_id is not None:
                 wd["placement"]["gpu_instance_id"] = w.placement.gpu_instance_id
+            if w.placement.profile is not None:
+                wd["placement"]["profile"] = w.placement.profile
         if w.pinned:
             wd["pinned"] = True
         out["workloads"].append(wd)
@@ -347,12 +381,13 @@ def solution_from_dict(data: Any) -> Solution:
     placements = []
     for i, raw in enumerate(f.lst(d["placements"], "placements")):
         path = f"placements[{i}]"
-        p = f.obj(raw, path, ("workload", "gpu", "start"))
+        p = f.obj(raw, path, ("workload", "gpu", "start"), ("profile",))
         placements.append(
             Assignment(
                 f.identifier(p["workload"], f"{path}.workload"),
                 f.identifier(p["gpu"], f"{path}.gpu"),
                 f.integer(p["start"], f"{path}.start"),
+                None if p.get("profile") is None else f.string(p["profile"], f"{path}.profile"),
             )
         )
     raw_rejected = f.lst(d.get("rejected", []), "rejected")
@@ -427,6 +462,13 @@ def _stage(raw: Any, path: str) -> StageResult:
     )
 
 
+def _assignment_dict(a: Assignment) -> dict[str, Any]:
+    out: dict[str, Any] = {"workload": a.workload, "gpu": a.gpu, "start": a.start}
+    if a.profile is not None:
+        out["profile"] = a.profile
+    return out
+
+
 def solution_to_dict(sol: Solution) -> dict[str, Any]:
     """The JSON form, every field written; reading it back gives an equal solution.
 
@@ -444,7 +486,7 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "objectives": None if sol.objectives is None else sol.objectives.to_dict(),
         "bound": sol.bound,
         "gap": sol.gap,
-        "placements": [{"workload": a.workload, "gpu": a.gpu, "start": a.start} for a in sol.placements],
+        "placements": [_assignment_dict(a) for a in sol.placements],
         "rejected": list(sol.rejected),
         "metrics": dict(sol.metrics),
         "message": sol.message,

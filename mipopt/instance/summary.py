@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mipopt.instance.types import REJECTION_CODES, Instance, Rejection, Solution
+from mipopt.instance.types import REJECTION_CODES, Assignment, Instance, Rejection, Solution, Workload
 from mipopt.instance.view import gpus_text
 
 #: Up to this many rejections, one line each; beyond, one line per reason with counts.
@@ -73,7 +73,7 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
     for w in inst.workloads:
         a = where.get(w.id)
         if a is None:
-            lines.append(f"{w.id:<14} {w.profile!s:<12} {'-':<14} {'-':>5}  rejected")
+            lines.append(f"{w.id:<14} {w.size:<12} {'-':<14} {'-':>5}  rejected")
             continue
         if w.placement is None:
             note = "new"
@@ -81,7 +81,8 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
             note = "running, stays"
         else:
             note = f"running, moved from {w.placement.gpu}:{w.placement.start}"
-        lines.append(f"{w.id:<14} {w.profile!s:<12} {a.gpu:<14} {a.start:>5}  {note}")
+        profile, sized = _profile_text(inst, w, a)
+        lines.append(f"{w.id:<14} {profile:<12} {a.gpu:<14} {a.start:>5}  {note}{sized}")
     if m:
         lines.append("")
         lines.append(
@@ -90,13 +91,28 @@ def solution_summary(inst: Instance, sol: Solution, *, joint: bool = False) -> s
             f"compute utilization {m['compute_utilization']:.0%}"
         )
     lines.append("")
-    lines.append(gpus_text(inst, sol.placed()))
+    lines.append(gpus_text(inst, sol.placed(), sol.profiles()))
     if state := state_text(inst):
         lines.append(state)
     if sol.rejections:
         lines.append("")
         lines.append(rejections_text(sol.rejections))
     return "\n".join(lines)
+
+
+def _profile_text(inst: Instance, w: Workload, a: Assignment) -> tuple[str, str]:
+    """A placed workload's profile and, for a memory-sized one, what it asked for and whether
+    the profile is larger than the smallest that fits."""
+    if not w.memory_sized or not inst.has_gpu(a.gpu):
+        return str(w.profile if w.profile is not None else a.profile), ""
+    model = inst.gpu(a.gpu).model
+    fitting = inst.profiles_on(w, model)
+    default = inst.profile_on(w, model)
+    chosen = a.profile or (default.name if default else "?")
+    note = f" (sized {w.size}"
+    if fitting and model.find(chosen) != fitting[0]:
+        note += f"; larger than the smallest that fits, {fitting[0].name}"
+    return chosen, note + ")"
 
 
 def state_text(inst: Instance) -> str:

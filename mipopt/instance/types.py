@@ -9,9 +9,11 @@ Errors are :class:`mipopt.errors.InstanceError` naming the JSON path.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cache
 from math import isfinite
 from numbers import Real
 from operator import attrgetter
@@ -24,6 +26,35 @@ from mipopt.errors import InstanceError, ParameterTypeError
 INSTANCE_FORMAT = "mipopt-instance"
 SOLUTION_FORMAT = "mipopt-solution"
 FORMAT_VERSION = 1
+
+
+#: A variant of a base profile (``1g.10gb+me``, ``1g.24gb+gfx``, ``2g.48gb-me``): never chosen for memory alone.
+_VARIANT = re.compile(r"^\d+g\.\d+gb.")
+
+
+@cache
+def fitting_profiles(
+    model: GpuModel, memory_gb: float, min_compute: int | None = None
+) -> tuple[Profile, ...]:
+    """The profiles of ``model`` with at least ``memory_gb`` and ``min_compute`` compute slices,
+    smallest first (compute slices, then memory, then name), variants left out
+    (:meth:`Instance.profiles_on`).
+
+    >>> from mipopt.catalog import get_model
+    >>> [p.name for p in fitting_profiles(get_model("A100-40GB"), 10)]
+    ['1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb']
+    >>> [p.name for p in fitting_profiles(get_model("A100-40GB"), 10, 3)]
+    ['3g.20gb', '4g.20gb', '7g.40gb']
+    """
+    fit = [
+        p
+        for p in model.profiles
+        if p.memory_gb >= memory_gb
+        and p.compute >= (min_compute or 0)
+        and not p.media_extension
+        and not _VARIANT.match(p.name)
+    ]
+    return tuple(sorted(fit, key=lambda p: (p.compute, p.memory_gb, p.name)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +92,9 @@ class Host:
 class Placement:
     """Where an instance sits: a GPU and a start slot.
 
+    ``profile`` is the profile a memory-sized workload (:attr:`Workload.memory_gb`) runs at,
+    one of :meth:`Instance.profiles_on` for the GPU's model; when not given it runs at the
+    smallest of them. A workload that names its profile may repeat it here, nothing else.
     ``gpu_instance_id`` is the GPU-instance id the driver gave the running instance
     (``nvidia-smi mig -lgi``), when known; it names the instance but is not part of where it
     sits, so two placements at the same GPU and start are equal whatever their ids.
@@ -69,6 +103,7 @@ class Placement:
     gpu: str
     start: int
     gpu_instance_id: int | None = field(default=None, compare=False)
+    profile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +126,16 @@ class Workload:
     """A request for one GPU instance.
 
     ``profile`` is a profile name (or ``-lgip`` id) of the model the workload lands
-    on; ``gpu_models`` optionally restricts the models; ``weight`` is a_i of GRMU
+    on. A memory-sized workload gives ``memory_gb`` instead (and optionally
+    ``min_compute``, compute slices): the method chooses a profile of at least that
+    memory and compute on the GPU it picks (:meth:`Instance.profiles_on`); exactly one of
+    ``profile`` and ``memory_gb`` is given. ``gpu_models`` optionally restricts the models; ``weight`` is a_i of GRMU
     Eq. 3 and ``migration_weight`` is delta_i of Eq. 5. A workload with a
     ``placement`` is running now and stays placed; ``pinned`` ones may not move.
     """
 
     id: str
-    profile: str | int
+    profile: str | int | None
     cpu: float = 0.0
     ram_gb: float = 0.0
     weight: float = 1.0
@@ -105,10 +143,37 @@ class Workload:
     gpu_models: tuple[str, ...] | None = None
     placement: Placement | None = None
     pinned: bool = False
+    memory_gb: float | None = None
+    min_compute: int | None = None
 
     @property
     def running(self) -> bool:
         return self.placement is not None
+
+    @property
+    def memory_sized(self) -> bool:
+        """Sized by memory (``memory_gb``): the method chooses the profile."""
+        return self.profile is None
+
+    @property
+    def sizing(self) -> str | int | tuple[float | None, int | None, tuple[str, str] | None]:
+        """What decides the profiles it may take on each model, besides ``gpu_models``: its
+        profile; or its memory, its minimum compute and, running at a chosen profile, where and
+        at which. Workloads of equal sizing and ``gpu_models`` take the same profiles on every
+        model (a key for caches over identical requests)."""
+        if self.profile is not None:
+            return self.profile
+        run = self.placement
+        held = None if run is None or run.profile is None else (run.gpu, run.profile)
+        return (self.memory_gb, self.min_compute, held)
+
+    @property
+    def size(self) -> str:
+        """What the workload asks for, in words: its profile, or ``>=20gb`` (``>=20gb,2g``)."""
+        if self.profile is not None:
+            return str(self.profile)
+        extra = "" if self.min_compute is None else f",{self.min_compute}g"
+        return f">={self.memory_gb:g}gb{extra}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,10 +247,59 @@ class Instance:
         return dict(self._models)
 
     def profile_on(self, workload: Workload, model: GpuModel) -> Profile | None:
-        """The workload's profile on ``model``, or None when it cannot run there."""
+        """The profile ``workload`` takes on ``model`` by default, or None when it cannot run there.
+
+        Its own profile; for a memory-sized workload the smallest of :meth:`profiles_on`,
+        except that a running one keeps the profile it runs at (:attr:`Placement.profile`) on
+        a GPU of its GPU's model. So a method that places every workload at this profile
+        places memory-sized ones at the smallest that fits, as HAMi and MIGBench choose.
+
+        Examples
+        --------
+        >>> import mipopt
+        >>> inst = mipopt.load_instance("instances/memory_sized.json")
+        >>> h100 = inst.gpu("h1-g0").model
+        >>> inst.profile_on(inst.workload("chat-12gb"), h100).name
+        '1g.20gb'
+        """
+        if workload.profile is not None:
+            if workload.gpu_models is not None and model.name not in workload.gpu_models:
+                return None
+            return model.find(workload.profile)
+        running = workload.placement
+        if (
+            running is not None
+            and running.profile is not None
+            and self._gpu[running.gpu].model.name == model.name
+        ):
+            return model.find(running.profile)
+        fitting = self.profiles_on(workload, model)
+        return fitting[0] if fitting else None
+
+    def profiles_on(self, workload: Workload, model: GpuModel) -> tuple[Profile, ...]:
+        """Every profile ``workload`` may take on ``model``, smallest first; ``()`` where it cannot run.
+
+        ``(own,)`` for a workload that names its profile. For a memory-sized one, every
+        profile of the model with at least ``memory_gb`` of memory (the catalog's nominal
+        :attr:`Profile.memory_gb`) and ``min_compute`` compute slices, ordered by compute
+        slices, then memory, then name. Media and graphics variants (``+me``, ``+gfx``,
+        ``-me``) are left out: they hold engines of which a GPU has one set, which a request
+        for memory does not ask for.
+
+        Examples
+        --------
+        >>> import mipopt
+        >>> inst = mipopt.load_instance("instances/memory_sized.json")
+        >>> h100 = inst.gpu("h1-g0").model
+        >>> [p.name for p in inst.profiles_on(inst.workload("chat-12gb"), h100)]
+        ['1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb']
+        """
         if workload.gpu_models is not None and model.name not in workload.gpu_models:
-            return None
-        return model.find(workload.profile)
+            return ()
+        if workload.profile is not None:
+            own = model.find(workload.profile)
+            return () if own is None else (own,)
+        return fitting_profiles(model, workload.memory_gb or 0.0, workload.min_compute)
 
     @property
     def running(self) -> tuple[Workload, ...]:
@@ -286,6 +400,8 @@ def _check_names(inst: Instance) -> None:
         checks.append((f"workloads[{k}].id", w.id))
         if isinstance(w.profile, str):
             checks.append((f"workloads[{k}].profile", w.profile))
+        if w.placement is not None and w.placement.profile is not None:
+            checks.append((f"workloads[{k}].placement.profile", w.placement.profile))
         for m, name in enumerate(w.gpu_models or ()):
             checks.append((f"workloads[{k}].gpu_models[{m}]", name))
     checks += _model_names(inst)
@@ -413,6 +529,9 @@ def _check_workloads(inst: Instance) -> None:
             for m_i, name in enumerate(w.gpu_models):
                 if name not in known_models:
                     raise InstanceError(f"{path}.gpu_models[{m_i}]", f"unknown GPU model {shown(name)}")
+        if w.profile is None or w.memory_gb is not None or w.min_compute is not None:
+            _check_memory_sized(inst, w, path, models_in_use, known_models)
+        elif w.gpu_models is not None:
             for name in w.gpu_models:
                 model = models_in_use.get(name)
                 if model is not None and model.find(w.profile) is None:
@@ -431,6 +550,47 @@ def _check_workloads(inst: Instance) -> None:
                 raise InstanceError(f"{path}.profile", f"{shown(w.profile)} is not a profile of {where}")
         if w.pinned and w.placement is None:
             raise InstanceError(f"{path}.pinned", "a pinned workload needs a placement")
+
+
+def _check_memory_sized(
+    inst: Instance, w: Workload, path: str, models_in_use: dict[str, GpuModel], known: dict[str, GpuModel]
+) -> None:
+    """Exactly one of ``profile`` and ``memory_gb``; a positive memory and compute; some profile
+    of a model the workload may use (of the cluster, or of any known model when it has no GPU) fits."""
+    if w.profile is not None and w.memory_gb is not None:
+        raise InstanceError(path, "give either profile or memory_gb, not both")
+    if w.profile is None and w.memory_gb is None:
+        raise InstanceError(f"{path}.profile", "missing required field (or give memory_gb instead)")
+    if w.memory_gb is None:
+        raise InstanceError(
+            f"{path}.min_compute", "goes with memory_gb (a named profile has its own compute)"
+        )
+    if isinstance(w.memory_gb, bool) or not isinstance(w.memory_gb, int | float):
+        raise InstanceError(f"{path}.memory_gb", f"must be a number, got {type(w.memory_gb).__name__}")
+    if not (isfinite(w.memory_gb) and 0 < w.memory_gb <= MAX_QUANTITY):
+        raise InstanceError(f"{path}.memory_gb", f"must be > 0 and <= {MAX_QUANTITY:g}, got {w.memory_gb!r}")
+    if w.min_compute is not None and (
+        isinstance(w.min_compute, bool) or not isinstance(w.min_compute, int) or w.min_compute < 1
+    ):
+        raise InstanceError(f"{path}.min_compute", f"must be an integer >= 1, got {w.min_compute!r}")
+    pool = models_in_use or known
+    models = [m for name, m in pool.items() if w.gpu_models is None or name in w.gpu_models]
+    if (
+        not models and w.gpu_models is not None
+    ):  # its models are not in the cluster: judge them by the catalog
+        models = [known[name] for name in w.gpu_models]
+    if any(fitting_profiles(m, w.memory_gb, w.min_compute) for m in models):
+        return
+    names = ", ".join(m.name for m in models) or "none"
+    largest = ", ".join(f"{m.name} {max((p.memory_gb for p in m.profiles), default=0):g} GB" for m in models)
+    if w.min_compute is not None and any(fitting_profiles(m, w.memory_gb) for m in models):
+        raise InstanceError(
+            f"{path}.min_compute",
+            f"no profile of {names} has {w.memory_gb:g} GB and {w.min_compute} compute slices",
+        )
+    raise InstanceError(
+        f"{path}.memory_gb", f"{w.memory_gb:g} GB is more than any profile of {names} has ({largest})"
+    )
 
 
 def _check_running(inst: Instance) -> None:
@@ -469,9 +629,7 @@ def _check_running(inst: Instance) -> None:
             raise InstanceError(
                 f"{pp}.gpu", f"GPU {gpu.id!r} ({model.name}) is excluded by the workload's gpu_models"
             )
-        profile = model.find(w.profile)
-        if profile is None:
-            raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {model.name}")
+        profile = _running_profile(inst, w, model, path)
         start = w.placement.start
         if start not in profile.starts:
             starts = ", ".join(map(str, profile.starts))
@@ -513,6 +671,35 @@ def _check_running(inst: Instance) -> None:
                 raise InstanceError(
                     f"hosts[{i}].{attr}", f"running workloads need {used[h.id]:g} > capacity {cap:g}"
                 )
+
+
+def _running_profile(inst: Instance, w: Workload, model: GpuModel, path: str) -> Profile:
+    """The profile a running workload runs at: its own, or for a memory-sized one its
+    ``placement.profile`` (one that fits it) or else the smallest that fits."""
+    named = w.placement.profile if w.placement is not None else None
+    if w.profile is not None:
+        profile = model.find(w.profile)
+        if profile is None:
+            raise InstanceError(f"{path}.profile", f"{w.profile!r} is not a profile of {model.name}")
+        if named is not None and model.find(named) != profile:
+            raise InstanceError(
+                f"{path}.placement.profile",
+                f"{named!r} is not the workload's profile {profile.name} (only a memory-sized workload's may differ)",
+            )
+        return profile
+    fitting = inst.profiles_on(w, model)
+    if named is not None:
+        chosen = model.find(named)
+        if chosen is None or chosen not in fitting:
+            may = ", ".join(p.name for p in fitting) or "none"
+            raise InstanceError(
+                f"{path}.placement.profile",
+                f"{named!r} is not a profile of {model.name} that fits {w.size} (those are: {may})",
+            )
+        return chosen
+    if not fitting:
+        raise InstanceError(f"{path}.memory_gb", f"no profile of {model.name} fits {w.size}")
+    return fitting[0]
 
 
 def _check_idle(
@@ -667,11 +854,18 @@ class StageResult:
 
 @dataclass(frozen=True, slots=True)
 class Assignment:
-    """One workload placed at a GPU and start in a solution."""
+    """One workload placed at a GPU and start in a solution.
+
+    ``profile`` is the profile the method chose for a memory-sized workload (one of
+    :meth:`Instance.profiles_on` for the GPU's model); None means the default,
+    :meth:`Instance.profile_on` (the smallest that fits). A workload that names its profile
+    may carry it too, and must carry its own.
+    """
 
     workload: str
     gpu: str
     start: int
+    profile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -762,6 +956,11 @@ class Solution:
     def placed(self) -> dict[str, tuple[str, int]]:
         """Workload id -> (GPU id, start) of every placement (the last, when a workload is repeated)."""
         return {a.workload: (a.gpu, a.start) for a in self.placements}
+
+    def profiles(self) -> dict[str, str]:
+        """Workload id -> the profile named in its placement, where one is (a memory-sized
+        workload's chosen profile); the others take :meth:`Instance.profile_on`."""
+        return {a.workload: a.profile for a in self.placements if a.profile is not None}
 
     def placement_of(self) -> dict[str, Assignment]:
         """Assignments by workload id (the first, when a workload is repeated)."""

@@ -6,6 +6,8 @@ Plain text, no plotting library: :meth:`mipopt.Solution.summary`, ``mipopt show`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mipopt.geometry import reference as geo
 from mipopt.instance.types import Instance
 
@@ -13,21 +15,31 @@ CELL = 9  # characters per memory slot in the text view
 
 
 def occupants(
-    instance: Instance, placed: dict[str, tuple[str, int]]
+    instance: Instance, placed: dict[str, tuple[str, int]], profiles: Mapping[str, str] | None = None
 ) -> dict[str, list[tuple[int, int, str, str]]]:
-    """Per GPU: (start, size, workload id, profile name) sorted by start."""
+    """Per GPU: (start, size, workload id, profile name) sorted by start; ``profiles`` are the
+    profiles chosen for memory-sized workloads (default: :meth:`Instance.profile_on`)."""
     rows: dict[str, list[tuple[int, int, str, str]]] = {g.id: [] for g in instance.gpus}
+    chosen = profiles or {}
     for wid, (gpu_id, start) in placed.items():
-        profile = instance.gpu(gpu_id).model.profile(instance.workload(wid).profile)
+        model = instance.gpu(gpu_id).model
+        name = chosen.get(wid)
+        profile = (
+            model.profile(name) if name is not None else instance.profile_on(instance.workload(wid), model)
+        )
+        assert profile is not None, f"{wid} cannot run on {gpu_id}"
         rows[gpu_id].append((start, profile.memory_slots, wid, profile.name))
     for items in rows.values():
         items.sort()
     return rows
 
 
-def gpus_text(instance: Instance, placed: dict[str, tuple[str, int]]) -> str:
-    """Each GPU as a row of slots with its instances, CC and FBK fragmentation."""
-    rows = occupants(instance, placed)
+def gpus_text(
+    instance: Instance, placed: dict[str, tuple[str, int]], profiles: Mapping[str, str] | None = None
+) -> str:
+    """Each GPU as a row of slots with its instances, CC and FBK fragmentation (``profiles``:
+    :func:`occupants`)."""
+    rows = occupants(instance, placed, profiles)
     width_id = max([len(g.id) for g in instance.gpus] + [3])
     width_model = max([len(g.model.name) for g in instance.gpus] + [5])
     lines = []

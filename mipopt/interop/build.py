@@ -803,5 +803,5 @@ def _spot(w: Workload, inst: Instance) -> tuple[str, int, str]:
     """Where a running workload sits and what it is: GPU, start and profile name."""
     assert w.placement is not None
     gpu = inst.gpu(w.placement.gpu)
-    profile = gpu.model.find(w.profile)
-    return w.placement.gpu, w.placement.start, profile.name if profile else str(w.profile)
+    profile = inst.profile_on(w, gpu.model)
+    return w.placement.gpu, w.placement.start, profile.name if profile else w.size

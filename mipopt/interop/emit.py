@@ -125,7 +125,9 @@ def gpu_indices(instance: Instance) -> dict[str, int]:
 
 
 def _profile(instance: Instance, workload: str, gpu: str) -> Profile:
-    return instance.gpu(gpu).model.profile(instance.workload(workload).profile)
+    profile = instance.profile_on(instance.workload(workload), instance.gpu(gpu).model)
+    assert profile is not None, f"{workload} cannot run on {gpu}"
+    return profile
 
 
 def _token(profile: Profile, start: int) -> str:
@@ -152,7 +154,11 @@ def _crowded(instance: Instance, ops: Sequence[Operation]) -> set[str]:
     """The GPUs where a create of ``ops`` breaks a rule beside the idle instances kept there,
     replayed on an :class:`~mipopt.state.Occupancy` (the placement rules' one home)."""
     occupancy = Occupancy(instance)
-    held = [(w.placement.gpu, w.profile, w.placement.start) for w in instance.running if w.placement]
+    held: list[tuple[str, str | int, int]] = [
+        (w.placement.gpu, _profile(instance, w.id, w.placement.gpu).name, w.placement.start)
+        for w in instance.running
+        if w.placement
+    ]
     held += [(i.gpu, i.profile, i.start) for i in instance.idle]
     for gpu, profile, start in held:
         model = instance.gpu(gpu).model

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,14 +92,21 @@ def save_png(fig: Any, path: str | Path, dpi: int = 120) -> None:
         plt.close(fig)
 
 
-def png(instance: Instance, placed: dict[str, tuple[str, int]], path: str | Path, title: str = "") -> None:
-    """Draw each GPU as a row of slots, instances colored by profile, to a PNG file."""
+def png(
+    instance: Instance,
+    placed: dict[str, tuple[str, int]],
+    path: str | Path,
+    title: str = "",
+    profiles: Mapping[str, str] | None = None,
+) -> None:
+    """Draw each GPU as a row of slots, instances colored by profile, to a PNG file
+    (``profiles``: those chosen for memory-sized workloads, :func:`mipopt.instance.view.occupants`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = occupants(instance, placed)
+    rows = occupants(instance, placed, profiles)
     color = profile_colors(p for items in rows.values() for *_, p in items)
     n = len(instance.gpus)
     slots_max = max((g.model.slots for g in instance.gpus), default=8)

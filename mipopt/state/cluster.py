@@ -209,7 +209,10 @@ class Cluster(Occupancy):
         """Position in ``model.profiles`` of ``profile`` (default: ``w``'s own), None where ``w`` may not run."""
         if w.gpu_models is not None and model.name not in w.gpu_models:
             return None
-        return model.index(w.profile if profile is None else profile)
+        if profile is None:  # its own, or a memory-sized one's default (the smallest that fits)
+            own = self.instance.profile_on(w, model)
+            return None if own is None else model.profiles.index(own)
+        return model.index(profile)
 
     def as_placed(self, wid: str) -> Workload:
         """Workload ``wid`` as it runs now: a MIG-Adapter borrower asks for the profile it occupies, on its GPU's model."""
@@ -218,7 +221,9 @@ class Cluster(Occupancy):
         p = self.profile_of[wid]
         if p == self._index(w, model, None):
             return w
-        return dataclasses.replace(w, profile=model.profiles[p].name, gpu_models=(model.name,))
+        return dataclasses.replace(
+            w, profile=model.profiles[p].name, gpu_models=(model.name,), memory_gb=None, min_compute=None
+        )
 
     def occupied_profile(self, wid: str) -> Profile:
         """The profile workload ``wid`` occupies now (its own, or a borrowed larger one)."""

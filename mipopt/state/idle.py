@@ -46,7 +46,7 @@ def idle_profile(instance: Instance, idle: IdleInstance) -> Profile:
 
 
 def _profile(instance: Instance, workload: str, gpu: str) -> Profile:
-    profile = instance.gpu(gpu).model.find(instance.workload(workload).profile)
+    profile = instance.profile_on(instance.workload(workload), instance.gpu(gpu).model)
     assert profile is not None
     return profile
 

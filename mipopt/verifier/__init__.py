@@ -11,6 +11,7 @@ the definitions of the scores it reports (CC, fragmentation, waste).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,7 +128,7 @@ def verify(instance: Instance, solution: Solution) -> Report:
             )
             continue
         seen[a.workload] = i
-        held.append((path, a.workload, a.gpu, a.start))
+        held.append((path, a.workload, a.gpu, a.start, a.profile))
         index[path] = i
     state = check_state(instance, held)
     alone.update((index[b.holder], b.message()) for b in state.breaches if b.field is not None)
@@ -167,8 +168,11 @@ def verify(instance: Instance, solution: Solution) -> Report:
 
     # a GPU of unknown layout has no state to measure (a placement there is a breach above)
     known = instance.placeable()
+    on_known = {wid: a for wid, a in placed.items() if known.has_gpu(a.gpu)}
     objectives, metrics = evaluate(
-        known, {wid: (a.gpu, a.start) for wid, a in placed.items() if known.has_gpu(a.gpu)}
+        known,
+        {wid: (a.gpu, a.start) for wid, a in on_known.items()},
+        {wid: a.profile for wid, a in on_known.items() if a.profile is not None},
     )
     claims = broken_claims(instance, solution, objectives, metrics)
     v += [c.message() for c in claims]
@@ -208,7 +212,9 @@ def check_claims(instance: Instance, solution: Solution) -> list[str]:
     return [c.message() for c in verify(instance, solution).claims]
 
 
-def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Objectives, dict[str, float]]:
+def evaluate(
+    instance: Instance, placed: dict[str, tuple[str, int]], profiles: Mapping[str, str] | None = None
+) -> tuple[Objectives, dict[str, float]]:
     """Objectives (GRMU Eqs. 3-5 as in ``docs/formats.md``) and metrics of a placement.
 
     The metrics include those of the IBM WPM paper (Turkkan et al., Table 3), each
@@ -261,7 +267,20 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
     ----------
     placed
         Workload id -> (GPU id, start) of every placed workload.
+    profiles
+        Workload id -> the profile chosen for it, where a method chose one (a memory-sized
+        workload's); the others take :meth:`Instance.profile_on` of their GPU's model. The
+        memory, compute and slots counted are those of the profile taken.
     """
+    chosen = profiles or {}
+
+    def taken(wid: str, gpu_id: str) -> Profile:
+        model = instance.gpu(gpu_id).model
+        name = chosen.get(wid)
+        found = instance.profile_on(instance.workload(wid), model) if name is None else model.find(name)
+        assert found is not None, f"{wid} cannot run on {gpu_id}"
+        return found
+
     acceptance = sum(instance.workload(w).weight for w in placed)
     active_gpus = {g for g, _ in placed.values()}
     active_hosts = {instance.gpu(g).host for g in active_gpus}
@@ -272,8 +291,7 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
     initial: dict[str, int] = defaultdict(int)  # slot masks of the running state
     for w in instance.running:
         assert w.placement is not None
-        model = instance.gpu(w.placement.gpu).model
-        initial[w.placement.gpu] |= model.profile(w.profile).slot_mask(w.placement.start)
+        initial[w.placement.gpu] |= taken_then(instance, w).slot_mask(w.placement.start)
 
     migrations = restarts = 0.0
     moves = {"inter_host": 0, "inter_gpu": 0, "intra_gpu": 0}
@@ -299,7 +317,7 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
         elif start != old_start:
             moves["intra_gpu"] += 1
         if gpu != old_gpu:  # IBM's migration size counts moves to another GPU
-            target = instance.gpu(gpu).model.profile(w.profile)
+            target = taken(w.id, gpu)
             moved_memory_gb += target.memory_gb
             moved_memory_slots += target.memory_slots
             if initial[gpu] & target.slot_mask(start):
@@ -310,7 +328,7 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
     compute_waste = memory_waste = 0
     for wid, (gpu_id, start) in placed.items():
         model = instance.gpu(gpu_id).model
-        profile = model.profile(instance.workload(wid).profile)
+        profile = taken(wid, gpu_id)
         masks[gpu_id] |= profile.slot_mask(start)
         compute_used[gpu_id] += profile.compute
         compute_waste += geo.compute_waste(model, profile, start)
@@ -371,6 +389,14 @@ def evaluate(instance: Instance, placed: dict[str, tuple[str, int]]) -> tuple[Ob
     return Objectives(float(acceptance), float(hardware), float(migrations), float(restarts)), metrics
 
 
+def taken_then(instance: Instance, w: Workload) -> Profile:
+    """The profile running workload ``w`` holds in the instance's running state."""
+    assert w.placement is not None
+    profile = instance.profile_on(w, instance.gpu(w.placement.gpu).model)
+    assert profile is not None  # the instance checked its running state
+    return profile
+
+
 def _slots_mask(slots: tuple[int, ...]) -> int:
     return sum(1 << s for s in slots)
 
@@ -384,7 +410,7 @@ def _sized_on(instance: Instance, w: Workload, models: list[GpuModel]) -> tuple[
     known = builtin_models() | {m.name: m for m in instance.custom_models}
     for name in w.gpu_models or ():
         named = known.get(name)
-        found = named.find(w.profile) if named is not None else None
+        found = instance.profile_on(w, named) if named is not None else None
         if named is not None and found is not None:
             return named, found
     return None
@@ -401,19 +427,32 @@ def solution_for(
     bound: float | None = None,
     gap: float | None = None,
     message: str = "",
+    profiles: Mapping[str, str] | None = None,
 ) -> Solution:
     """Package a placement as a :class:`Solution`, objectives and metrics from :func:`evaluate`.
 
     Workloads of the instance missing from ``placed`` are listed as rejected; the solution
-    remembers ``instance`` (:meth:`Solution.summary` needs no argument).
+    remembers ``instance`` (:meth:`Solution.summary` needs no argument). ``profiles`` are the
+    profiles a method chose (workload id -> name, :func:`evaluate`); every memory-sized
+    workload's assignment carries its profile, chosen or the default.
     """
-    objectives, metrics = evaluate(instance, placed)
+    objectives, metrics = evaluate(instance, placed, profiles)
+    chosen = profiles or {}
+
+    def assignment(wid: str, gpu_id: str, start: int) -> Assignment:
+        w = instance.workload(wid)
+        name = chosen.get(wid)
+        if name is None and w.memory_sized:
+            default = instance.profile_on(w, instance.gpu(gpu_id).model)
+            name = None if default is None else default.name
+        return Assignment(wid, gpu_id, start, name)
+
     return Solution(
         instance=instance.name,
         method=method,
         termination=termination,
         status=status,
-        placements=tuple(Assignment(w, g, s) for w, (g, s) in placed.items()),
+        placements=tuple(assignment(w, g, s) for w, (g, s) in placed.items()),
         rejected=tuple(w.id for w in instance.workloads if w.id not in placed),
         runtime_s=runtime_s,
         objectives=objectives,

@@ -77,7 +77,7 @@ from mipopt.instance import (
 from mipopt.instance.budget import UNLIMITED
 from mipopt.instance.gaps import PROOF_ABS_TOL, is_proven, relative_gap
 from mipopt.instance.types import REJECTION_CODES
-from mipopt.verifier.reasons import unplaceable
+from mipopt.verifier.reasons import has_profile, unplaceable
 from mipopt.verifier.room import Space, find_room, room_for
 
 __all__ = ["CLAIM_RULES", "BrokenClaim", "broken_claims"]
@@ -624,14 +624,14 @@ class _Check:
         """Why an instance-only reason is false for ``w``, which some GPU and host can take."""
         inst = self.work
         if code == "no-profile":
-            model = next(m for m in inst.models.values() if m.find(w.profile) is not None)
-            return f"GPU model {model.name} of the cluster has profile {w.profile!r}"
+            model = next(m for m in inst.models.values() if has_profile(m, w))
+            return f"GPU model {model.name} of the cluster has {_wanted(w)}"
         eligible = self.pinned.eligible(w)
         if not eligible:
             return ""
         if code == "gpu-models":
             name = inst.gpu(eligible[0][0]).model.name
-            return f"its gpu_models allows {name}, which has profile {w.profile!r}"
+            return f"its gpu_models allows {name}, which has {_wanted(w)}"
         for gpu_id, _ in eligible:
             h = inst.host(inst.gpu(gpu_id).host)
             if room_for(h.cpu, w.cpu) and room_for(h.ram_gb, w.ram_gb):
@@ -665,7 +665,11 @@ def _first(spots: list[tuple[str, int, float]]) -> str:
 
 def _group(w: Workload) -> tuple[object, ...]:
     """What decides where a request fits: requests alike in it share one answer."""
-    return (w.profile, w.gpu_models, w.cpu, w.ram_gb)
+    return (w.sizing, w.gpu_models, w.cpu, w.ram_gb)
+
+
+def _wanted(w: Workload) -> str:
+    return f"profile {w.profile!r}" if w.profile is not None else f"a profile that fits {w.size}"
 
 
 def _running(instance: Instance) -> list[tuple[Workload, tuple[str, int]]]:

@@ -363,7 +363,7 @@ class _Replay:
 
     def check(self, path: str, fresh: list[Held]) -> None:
         """Every rule on the round's largest state: after phase 2, this round's instances last."""
-        new = {h for h, _, _, _ in fresh}
+        new = {item[0] for item in fresh}
         state: list[Held] = [
             (h, wid, *spot) for wid, have in self.held.items() for h, spot in have if h not in new
         ]

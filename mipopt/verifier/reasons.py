@@ -56,12 +56,13 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
 from mipopt.catalog import GpuModel, Profile
 from mipopt.instance import Assignment, Budget, Instance, Solution, Status, Workload
 from mipopt.instance.budget import UNLIMITED
-from mipopt.instance.types import REJECTION_CODES, Rejection
+from mipopt.instance.types import REJECTION_CODES, Rejection, fitting_profiles
 from mipopt.verifier.room import AsRun, Block, Search, Space, Witness, find_room, legal_starts, room_for
 
 __all__ = ["REJECTION_CODES", "Rejection", "explain", "rejection_reasons", "spot_left", "unplaceable"]
@@ -221,20 +222,21 @@ class _Never:
 
     def reason(self, w: Workload) -> tuple[str, str] | None:
         models = self.models
-        having = [m for m in models.values() if m.find(w.profile) is not None]
+        having = [m for m in models.values() if has_profile(m, w)]
+        wanted = f"profile {w.profile!r}" if w.profile is not None else f"a profile that fits {w.size}"
         if not having:
             if not models:
                 return "no-profile", "the cluster has no GPUs"
             return (
                 "no-profile",
-                f"no GPU model here has profile {w.profile!r} (models here: {', '.join(models)})",
+                f"no GPU model here has {wanted} (models here: {', '.join(models)})",
             )
         eligible = [m for m in having if self.instance.profile_on(w, m) is not None]
         if not eligible:
             assert w.gpu_models is not None
             return (
                 "gpu-models",
-                f"gpu_models allows only {', '.join(w.gpu_models)}; the GPUs with profile {w.profile!r} "
+                f"gpu_models allows only {', '.join(w.gpu_models)}; the GPUs with {wanted} "
                 f"are {', '.join(m.name for m in having)}",
             )
         hosts = self.eligible_hosts(frozenset(m.name for m in eligible))
@@ -291,11 +293,18 @@ def _cap(capacity: float | None, unit: str = "") -> str:
 # --- the solution and the run
 
 #: Requests alike in all that decides where they fit: one room serves them all.
-_Key = tuple[str | int, tuple[str, ...] | None, float, float]
+_Key = tuple[Hashable, tuple[str, ...] | None, float, float]
+
+
+def has_profile(model: GpuModel, w: Workload) -> bool:
+    """Whether ``model`` has ``w``'s profile, or one that fits a memory-sized ``w`` (``gpu_models`` aside)."""
+    if w.profile is not None:
+        return model.find(w.profile) is not None
+    return bool(fitting_profiles(model, w.memory_gb or 0.0, w.min_compute))
 
 
 def _key(w: Workload) -> _Key:
-    return (w.profile, w.gpu_models, w.cpu, w.ram_gb)
+    return (w.sizing, w.gpu_models, w.cpu, w.ram_gb)
 
 
 @dataclass(frozen=True, slots=True)

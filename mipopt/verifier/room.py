@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -114,12 +114,12 @@ class Space:
     ram: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     by_gpu: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     by_host: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    _eligible: dict[tuple[str | int, tuple[str, ...] | None], list[tuple[str, Profile]]] = field(
+    _eligible: dict[tuple[Hashable, tuple[str, ...] | None], list[tuple[str, Profile]]] = field(
         default_factory=dict
     )
-    _free: dict[tuple[str | int, tuple[str, ...] | None], list[tuple[str, int]]] = field(default_factory=dict)
-    _spots: dict[tuple[str | int, tuple[str, ...] | None, float, float], list[tuple[str, int, float]]] = (
-        field(default_factory=dict)
+    _free: dict[tuple[Hashable, tuple[str, ...] | None], list[tuple[str, int]]] = field(default_factory=dict)
+    _spots: dict[tuple[Hashable, tuple[str, ...] | None, float, float], list[tuple[str, int, float]]] = field(
+        default_factory=dict
     )
 
     def __post_init__(self) -> None:
@@ -186,7 +186,7 @@ class Space:
 
     def eligible(self, w: Workload) -> list[tuple[str, Profile]]:
         """The GPUs (of known layout) that may run ``w``, with its profile there."""
-        key = (w.profile, w.gpu_models)
+        key = (w.sizing, w.gpu_models)
         if key not in self._eligible:
             found = []
             on: dict[str, Profile | None] = {}  # model -> the profile there: resolved once a model
@@ -225,7 +225,7 @@ class Space:
 
     def free(self, w: Workload) -> list[tuple[str, int]]:
         """The first free legal start on each eligible GPU, by the GPU's own rules (no host)."""
-        key = (w.profile, w.gpu_models)
+        key = (w.sizing, w.gpu_models)
         if key not in self._free:
             found = []
             starts: dict[int, list[int]] = {}  # id of a profile -> its legal starts
@@ -247,7 +247,7 @@ class Space:
     def spots(self, w: Workload) -> list[tuple[str, int, float]]:
         """Where ``w`` fits in full (GPU, start, added hardware), the least hardware first; the
         same list (not to be changed) for alike requests until the space changes."""
-        key = (w.profile, w.gpu_models, w.cpu, w.ram_gb)
+        key = (w.sizing, w.gpu_models, w.cpu, w.ram_gb)
         if key not in self._spots:
             found = [(g, s, self.added_hardware(g)) for g, s in self.free(w) if self.host_fits(w, g)]
             self._spots[key] = sorted(found, key=lambda spot: spot[2])
@@ -574,7 +574,8 @@ def _witness(instance: Instance, gpu_id: str, start: int, moves: Iterable[tuple[
             continue
         changed.append((wid, g, s))
         if g != x.placement.gpu:
-            gb += instance.gpu(g).model.profile(x.profile).memory_gb
+            profile = instance.profile_on(x, instance.gpu(g).model)
+            gb += 0.0 if profile is None else profile.memory_gb
     return Witness(gpu_id, start, tuple(changed), gb)
 
 
@@ -596,12 +597,12 @@ def _exact(
     running = [x for x in instance.running if x.placement is not None]
     fixed = Space(instance, [a for a in _running(instance) if a.workload not in movable])
     movers = [x for x in running if x.id in movable]
-    starts: dict[tuple[str | int, tuple[str, ...] | None], int] = {}
+    starts: dict[tuple[Hashable, tuple[str, ...] | None], int] = {}
     for x in [*movers, w]:  # at most this many candidates: too many, and the model is not even built
-        key = (x.profile, x.gpu_models)
+        key = (x.sizing, x.gpu_models)
         if key not in starts:
             starts[key] = sum(len(legal_starts(p)) for _, p in fixed.eligible(x))
-    most = sum(starts[x.profile, x.gpu_models] for x in [*movers, w])
+    most = sum(starts[x.sizing, x.gpu_models] for x in [*movers, w])
     if most > MAX_CANDIDATES:
         return Search(
             how=f"the exact check was not run ({most} placements to weigh, more than {MAX_CANDIDATES})"

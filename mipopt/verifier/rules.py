@@ -7,7 +7,9 @@ moving workload holds two instances). A state is a list of instances, each named
 ``rounds[1].moves[0].to``); one workload may appear more than once.
 
 Rules, in the order their breaches are reported: per instance, the GPU exists, its model
-is allowed for the workload and has its profile, and the start is legal; then no two
+is allowed for the workload and has its profile (a memory-sized workload: some profile that
+fits it, and the one chosen, if any, is one of :meth:`~mipopt.instance.Instance.profiles_on`),
+and the start is legal for that profile; then no two
 instances overlap, per-profile maximum counts, at most one ``+me`` instance per GPU,
 compute slices, host cpu and ram.
 """
@@ -23,8 +25,9 @@ from mipopt.instance import Instance
 
 __all__ = ["Breach", "Held", "StateCheck", "check_state"]
 
-#: One instance of a state: (holder id, workload id, GPU id, start).
-Held = tuple[str, str, str, int]
+#: One instance of a state: (holder id, workload id, GPU id, start), and optionally the profile
+#: chosen for it (a memory-sized workload's; None or left out: :meth:`Instance.profile_on`).
+Held = tuple[str, str, str, int] | tuple[str, str, str, int, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,7 @@ class Breach:
         The instance that breaks the rule: the one checked alone, the later of two
         overlapping ones, or the last one counted towards a total.
     field
-        ``gpu`` or ``start`` for a rule one instance breaks alone (the JSON field at
+        ``gpu``, ``profile`` or ``start`` for a rule one instance breaks alone (the JSON field at
         fault under ``holder``), None for a rule of the GPU or host as a whole.
     scope
         ``GPU 'g1'`` or ``host 'h1'`` for a whole-GPU or whole-host rule, else empty.
@@ -95,7 +98,9 @@ def check_state(instance: Instance, held: Iterable[Held]) -> StateCheck:
     """
     breaches: list[Breach] = []
     placed: list[tuple[str, str, str, int, Profile]] = []
-    for holder, wid, gpu_id, start in held:
+    for item in held:
+        holder, wid, gpu_id, start = item[:4]
+        chosen = item[4] if len(item) > 4 else None
         if not instance.has_gpu(gpu_id):
             breaches.append(
                 Breach("gpu", holder, "gpu", "", f"{gpu_id!r} is not a GPU of the instance", (holder,))
@@ -111,11 +116,29 @@ def check_state(instance: Instance, held: Iterable[Held]) -> StateCheck:
             text = f"{gpu_id!r} ({model.name}) is excluded: workload {w.id!r} allows only {', '.join(w.gpu_models)}"
             breaches.append(Breach("model", holder, "gpu", "", text, (holder,)))
             continue
-        profile = model.find(w.profile)
-        if profile is None:
-            text = f"{w.profile!r} (workload {w.id!r}) is not a profile of {model.name}"
+        fitting = instance.profiles_on(w, model)
+        if not fitting:
+            text = (
+                f"{w.profile!r} (workload {w.id!r}) is not a profile of {model.name}"
+                if w.profile is not None
+                else f"no profile of {model.name} fits workload {w.id!r} ({w.size})"
+            )
             breaches.append(Breach("profile", holder, "gpu", "", text, (holder,)))
             continue
+        if chosen is None:
+            profile = instance.profile_on(w, model)
+            assert profile is not None  # some profile fits, so there is a default
+        else:
+            found = model.find(chosen)
+            if found is None or found not in fitting:
+                may = ", ".join(p.name for p in fitting)
+                what = (
+                    "is not a profile of" if found is None else "does not fit workload " + repr(w.id) + " on"
+                )
+                text = f"{chosen!r} {what} {model.name} ({w.size}: {may})"
+                breaches.append(Breach("profile", holder, "profile", "", text, (holder,)))
+                continue
+            profile = found
         if (start, profile.memory_slots) not in profile.placements:
             starts = ", ".join(str(s) for s, _ in profile.placements)
             text = f"{start} is not a legal start of {profile.name} on {model.name} ({starts})"

@@ -112,7 +112,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
     (
         "placement-typo",
         minimal({"workload": "batch-d", "gpu": "h1-g1", "start": 0, "strat": 0}),
-        "placements[3].strat: unknown field (allowed: gpu, start, workload)",
+        "placements[3].strat: unknown field (allowed: gpu, profile, start, workload)",
     ),
     (
         "empty-workload",

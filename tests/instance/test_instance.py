@@ -296,7 +296,7 @@ BAD: list[tuple[str, Edit, str]] = [
     # missing and unknown fields
     ("missing-hosts", drop("hosts"), "hosts: missing required field"),
     ("missing-workload-id", drop("workloads.3.id"), "workloads[3].id: missing required field"),
-    ("missing-profile", drop("workloads.3.profile"), "workloads[3].profile: missing required field"),
+    ("missing-profile", drop("workloads.3.profile"), "workloads[3].profile: missing required field (or give memory_gb instead)"),
     ("missing-gpu-model", drop("hosts.0.gpus.0.model"), "hosts[0].gpus[0].model: missing required field"),
     (
         "missing-start",
@@ -306,8 +306,8 @@ BAD: list[tuple[str, Edit, str]] = [
     (
         "unknown-field-typo",
         chain(drop("workloads.3.ram_gb"), put("workloads.3.rm_gb", 128)),
-        "workloads[3].rm_gb: unknown field (allowed: cpu, gpu_models, id, migration_weight, pinned, "
-        "placement, profile, ram_gb, weight)",
+        "workloads[3].rm_gb: unknown field (allowed: cpu, gpu_models, id, memory_gb, migration_weight, "
+        "min_compute, pinned, placement, profile, ram_gb, weight)",
     ),
     (
         "unknown-host-field",

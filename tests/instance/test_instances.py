@@ -77,6 +77,7 @@ def test_expected_first_fit(path: Path) -> None:
     for wid, gpu_start in want["placements"].items():
         assert where[wid] == gpu_start, wid
     assert sorted(sol.rejected) == sorted(want["rejected"])
+    assert sol.profiles() == want.get("profiles", {})  # a memory-sized workload's chosen profile
 
 
 @pytest.mark.parametrize("path", [p for p in FILES if "target" in expected(p)], ids=lambda p: p.stem)

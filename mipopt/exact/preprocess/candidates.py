@@ -165,9 +165,9 @@ def fixed_states(instance: Instance, fixed: Iterable[str] | None = None) -> tupl
             continue
         gid = w.placement.gpu
         model = instance.gpu(gid).model
-        index = model.index(w.profile)
-        assert index is not None  # the instance checked it
-        profile = model.profiles[index]
+        profile = instance.profile_on(w, model)  # a memory-sized one's: the profile it runs at
+        assert profile is not None  # the instance checked it
+        index = model.profiles.index(profile)
         masks[gid] |= profile.slot_mask(w.placement.start)
         counts[gid][index] += 1
         media[gid] |= profile.media_extension
