@@ -17,11 +17,15 @@ from mipopt.cli.common import (
     progress_argument,
     run_count,
 )
+from mipopt.cli.common import _number as number
 from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
 
+#: ``--queue-timeout``: a positive time, or inf (an unbounded queue).
+timeout = number(float, "a positive time or inf", lambda v: v > 0)
+
 #: The files ``--out DIR`` holds.
-OUT_FILES = ("series.csv", "summary.csv", "series.png")
+OUT_FILES = ("series.csv", "summary.csv", "series.png", "jobs.csv")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +37,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="fbk[:distribution=uniform,gpus=100], poisson[:gpus=...,load=...,mix=...] or "
         "poisson:cluster=instance.json[,requests=false] (its running workloads stay, its new ones arrive first), "
         "alibaba:path=DIR[,compress=...,host_fraction=...,gpus_per_host=...,duration_scale=...,departures=false,"
-        "iqr=false,phases=Running+Succeeded,cpu_pods=false,share=product|compute|memory]",
+        "iqr=false,phases=Running+Succeeded,cpu_pods=false,share=product|compute|memory], "
+        "migbench:path=FILE.jsonl[,nodes=2,gpus_per_node=4,model=H100-80GB,profiles=1g.10gb+2g.20gb+3g.40gb+7g.80gb|all,"
+        "create_ms=250,delete_ms=100,measure_from_ms=30000,jobs=N] (docs/migbench.md)",
     )
     p.add_argument(
         "--policy",
@@ -60,14 +66,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--batch-interval", type=positive, help="decide arrivals at multiples of this interval")
     p.add_argument(
         "--queue-timeout",
-        type=positive,
-        help="let rejected requests wait this long instead of dropping them (adds waiting times, abandoned)",
+        type=timeout,
+        metavar="T",
+        help="let rejected requests wait this long instead of dropping them (adds waiting times, abandoned); "
+        "inf: an unbounded queue replayed as MIGBench does (every request placed, the window not stretched)",
+    )
+    p.add_argument(
+        "--queue-order",
+        choices=("fifo", "newest"),  # mipopt.simulation.engine.QUEUE_ORDERS, not imported before it runs
+        default="fifo",
+        help="the order waiting requests are retried in: fifo (oldest first, default) or newest first",
     )
     p.add_argument("--debug", action="store_true", help="verify the state after every event (slow)")
     p.add_argument(
         "--out",
         metavar="DIR",
-        help="write series.csv, summary.csv and series.png there, replacing an earlier run's as a set",
+        help="write series.csv, summary.csv, series.png and jobs.csv (one row per request: arrival, decision, "
+        "start, finish, wait, profile, host, GPU, start slot) there, replacing an earlier run's as a set",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     executor_argument(p, "replays (runs x policies)")
@@ -78,6 +93,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    import pandas as pd
+
     from mipopt.io import write_text
     from mipopt.simulation.runs import compare, format_table, plot_series, run_header, summary_table
 
@@ -86,10 +103,12 @@ def run(args: argparse.Namespace) -> int:
         "horizon": args.horizon,
         "batch_interval": args.batch_interval,
         "queue_timeout": args.queue_timeout,
+        "queue_order": args.queue_order,
         "debug": args.debug,
     }
     outputs = Outputs(workload_files(args.workload))
     outputs.directory("--out", args.out, OUT_FILES)
+    jobs: list[pd.DataFrame] = []
     with ProgressBar.for_args(args) as bar:
         try:
             series, summary = compare(
@@ -99,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 progress=bar.draw,
                 executor=args.executor,
+                jobs=jobs,
                 **options,
             )
         except ValueError as err:  # InstanceError too
@@ -108,7 +128,11 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         with outputs.writing() as staged:
-            for name, frame in (("series.csv", series), ("summary.csv", summary)):
+            for name, frame in (
+                ("series.csv", series),
+                ("summary.csv", summary),
+                ("jobs.csv", pd.concat(jobs)),
+            ):
                 write_text(staged.path(out / name), frame.to_csv(index=False))
             unit = str(summary["time_unit"].iloc[0])
             plot_series(series, staged.path(out / "series.png"), title=header, time_unit=unit)
@@ -120,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         print(header)
         print(format_table(summary))
         if args.out:
-            print(f"\nwrote {args.out}/series.csv, summary.csv, series.png")
+            print(f"\nwrote {args.out}/series.csv, summary.csv, series.png, jobs.csv")
     return EXIT_OK
 
 

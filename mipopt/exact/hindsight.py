@@ -66,7 +66,7 @@ class RequestLike(Protocol):
     @property
     def id(self) -> str: ...
     @property
-    def profile(self) -> str: ...
+    def profile(self) -> str | None: ...
     @property
     def arrival(self) -> float: ...
     @property
@@ -250,7 +250,11 @@ class _Cluster:
         fixed = {s.gpu: s for s in fixed_states(inst, running)}
         models = inst.models
         profile = []
-        for r in trace.requests:
+        for i, r in enumerate(trace.requests):
+            if r.profile is None:
+                raise InstanceError(
+                    f"requests[{i}].profile", "the hindsight model needs every request to name its profile"
+                )
             allowed = {}
             for name, model in models.items():
                 if r.gpu_models is not None and name not in r.gpu_models:

@@ -165,8 +165,9 @@ class MaxExpectedCC(Policy):
         ecc = {g.model.name: g.tables.capacity @ self._weights(g.model) for g in cluster.groups}
         decision = best_gpu(cluster, w, lambda model, t, p, after: ecc[model.name][after])
         if not self._history or self._history[-1][1] != w.id:  # a retry of the same request counts once
-            self._history.append((now, w.id, str(w.profile)))  # an int profile is an -lgip id
-            self._shares[str(w.profile)] += 1
+            asked = _asked(cluster, w, decision)
+            self._history.append((now, w.id, asked))
+            self._shares[asked] += 1
         return decision
 
     def _weights(self, model: GpuModel) -> FloatArray:
@@ -178,6 +179,16 @@ class MaxExpectedCC(Policy):
         if weights.sum() == 0:
             weights = np.array([1.0 if p.base else 0.0 for p in model.profiles])
         return weights / weights.sum()
+
+
+def _asked(cluster: Cluster, w: Workload, decision: Decision) -> str:
+    """The profile ``w`` counts as in mecc's shares: its own (an int is an ``-lgip`` id); a
+    memory-sized one's default on the GPU chosen, or on the first model that has one."""
+    if w.profile is not None:
+        return str(w.profile)
+    models = [cluster.model(decision[0])] if decision is not None else [g.model for g in cluster.groups]
+    found = (p for m in models if (p := cluster.instance.profile_on(w, m)) is not None)
+    return next((p.name for p in found), w.size)
 
 
 POOL, LIGHT, HEAVY = 0, 1, 2

@@ -20,7 +20,9 @@ they ran at the start, would exceed the budget.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
@@ -82,10 +84,14 @@ class Policy:
         The policy's name as :func:`mipopt.heuristics.policies.make_policy` knows it (with its options).
     tick
         Interval between :meth:`on_tick` calls in the trace's time unit, or None.
+    stats
+        The policy's own counters (reopt's solves, moves, GB moved), reset by :meth:`start`;
+        a replay reports each as ``policy_<name>``. Empty for a policy that keeps none.
     """
 
     name: ClassVar[str] = ""
     tick: float | None = None
+    stats: Mapping[str, float | int | None] = MappingProxyType({})
     #: The budget held in batch (:meth:`hold`); None: no limit, as in the simulator.
     guard: BudgetGuard | None = None
 

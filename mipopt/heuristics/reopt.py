@@ -233,7 +233,7 @@ class Reopt(Policy):
     def on_reject(self, cluster: Cluster, w: Workload, now: float) -> bool:
         if not self.reject:
             return False
-        profile = str(w.profile)
+        profile = w.size  # a profile, or the memory (and compute) of a memory-sized request
         if self._failed.get(profile) == self._version:
             self.stats["skipped_same_state"] += 1
             why = self._failed_why.get(profile)
@@ -293,7 +293,7 @@ class Reopt(Policy):
             return set()
         target = self._target(cluster, running, answer)
         if (target and not self.drains) or (self.guard is not None and self.guard.limited):
-            trial = self._trial(cluster, target, placed_new, answer)
+            trial = self._trial(cluster, target, placed_new, answer, sol.profiles())
             if trial.planned["disruptive_moves"] > cluster.planned["disruptive_moves"] and not self.drains:
                 self.stats["drain_refusals"] += 1
                 return set()
@@ -306,7 +306,8 @@ class Reopt(Policy):
             self.stats["parks"] += int(r.park)
             self.stats["drains"] += int(r.disruptive)
             self.stats["gb_moved"] += cluster.occupied_profile(r.workload).memory_gb
-        placed = {w.id for w in placed_new if self._place(cluster, w, answer[w.id])}
+        chosen = sol.profiles()  # the profiles the model chose for memory-sized requests
+        placed = {w.id for w in placed_new if self._place(cluster, w, answer[w.id], chosen.get(w.id))}
         self.stats["placed_by_reopt"] += len(placed)
         if done or placed:
             self.stats["reopts_applied"] += 1
@@ -355,15 +356,17 @@ class Reopt(Policy):
         target: dict[str, tuple[int, int]],
         placed_new: list[Workload],
         answer: dict[str, tuple[str, int]],
+        profiles: dict[str, str],
     ) -> Cluster:
-        """A copy of the cluster with the answer carried out."""
+        """A copy of the cluster with the answer carried out (``profiles``: those the answer
+        chose for memory-sized requests)."""
         from mipopt.migrate.execute import execute
 
         trial = cluster.copy()
         if target:
             execute(trial, target)
         for w in placed_new:
-            self._place(trial, w, answer[w.id])
+            self._place(trial, w, answer[w.id], profiles.get(w.id))
         return trial
 
     def _refused(
@@ -392,15 +395,16 @@ class Reopt(Policy):
         if sol.status is Status.NONE or not placed_new or any(wid not in answer for wid in running):
             return
         target = self._target(cluster, running, answer)
-        self._refused(self._trial(cluster, target, placed_new, answer), target, placed_new)
+        self._refused(self._trial(cluster, target, placed_new, answer, sol.profiles()), target, placed_new)
 
     @staticmethod
-    def _place(cluster: Cluster, w: Workload, spot: tuple[str, int]) -> bool:
-        """Place ``w`` at ``spot`` (GPU id, start) where every rule allows it now; False otherwise."""
+    def _place(cluster: Cluster, w: Workload, spot: tuple[str, int], profile: str | None = None) -> bool:
+        """Place ``w`` at ``spot`` (GPU id, start), at ``profile`` when the answer chose one for a
+        memory-sized ``w``, where every rule allows it now; False otherwise."""
         k = cluster.position[spot[0]]
-        if not (int(cluster.legal(w)[k]) >> spot[1]) & 1:
+        if not (int(cluster.legal(w, profile)[k]) >> spot[1]) & 1:
             return False
-        cluster.place(w, k, spot[1])
+        cluster.place(w, k, spot[1], profile)
         return True
 
     def _left(self, cluster: Cluster) -> Budget | None:
@@ -493,13 +497,7 @@ def neighbourhood(cluster: Cluster, new: list[Workload], size: int | None) -> li
 
 def mean_fragmentation(cluster: Cluster) -> float:
     """FBK's fragmentation averaged over the active GPUs (the simulator's ``fragmentation_fbk``)."""
-    total, active = 0.0, 0
-    for g in cluster.groups:
-        masks = cluster.mask[g.at]
-        busy = masks[masks != 0]
-        total += float(g.tables.fbk.take(busy).sum())
-        active += len(busy)
-    return total / active if active else 0.0
+    return cluster.mean_fragmentation()[0]
 
 
 def _count(n: int, what: str) -> str:

@@ -291,7 +291,7 @@ class _Planner:
             if wid in self.parked or not (wid == ranked[0] or graph.out_degree(wid)):
                 continue
             w = self.instance.workload(wid)
-            shape = (w.profile, w.cpu, w.ram_gb, w.gpu_models)
+            shape = (w.sizing, w.cpu, w.ram_gb, w.gpu_models)
             if shape in no_room:
                 continue
             if self.park_spot(wid, self.occ, need, spare) is not None:
@@ -458,7 +458,7 @@ def _room_can_appear(instance: Instance, target: dict[str, Spot]) -> bool:
     for wid, spot in current.items():
         if target[wid] != spot:
             w = instance.workload(wid)
-            shapes.setdefault((w.profile, w.gpu_models), w)
+            shapes.setdefault((w.sizing, w.gpu_models), w)
     for g in instance.gpus:
         for w in shapes.values():
             profile = instance.profile_on(w, g.model)

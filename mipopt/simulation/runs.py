@@ -45,12 +45,17 @@ def _sources() -> dict[str, Callable[..., Trace]]:
 
     return {
         name: getattr(workloads, attr)
-        for name, attr in (("fbk", "fbk_trace"), ("poisson", "poisson_stream"), ("alibaba", "alibaba_trace"))
+        for name, attr in (
+            ("fbk", "fbk_trace"),
+            ("poisson", "poisson_stream"),
+            ("alibaba", "alibaba_trace"),
+            ("migbench", "migbench_trace"),
+        )
         if hasattr(workloads, attr)
     }
 
 
-SOURCES = ("fbk", "poisson", "alibaba")
+SOURCES = ("fbk", "poisson", "alibaba", "migbench")
 
 
 def make_trace(spec: str, seed: int, path: str = "workload") -> Trace:
@@ -93,6 +98,7 @@ def compare(
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
     executor: str | Executor | None = None,
+    jobs: list[pd.DataFrame] | None = None,
     **simulate_options: Any,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay ``runs`` traces of ``workload`` under every policy.
@@ -108,7 +114,9 @@ def compare(
     series, summary
         ``series``: every time-series row with ``policy`` and ``run`` columns;
         ``summary``: one row per (policy, run) with the trace's name and time unit and
-        the totals of :func:`~mipopt.simulation.simulate`.
+        the totals of :func:`~mipopt.simulation.simulate`. Given a list ``jobs``, each
+        replay's :attr:`~mipopt.simulation.SimulationResult.jobs` (with ``policy`` and ``run``
+        columns) is appended to it, in the same order.
 
     Raises
     ------
@@ -121,13 +129,13 @@ def compare(
     for p in policies:
         make_policy(p)  # bad names fail before any replay
     parsed = executor if isinstance(executor, Executor) else parse_executor(executor or "serial")
-    jobs: list[tuple[str, str, int, int, dict[str, Any]]] = [
+    replays: list[tuple[str, str, int, int, dict[str, Any]]] = [
         (workload, spec, seed + r, r, simulate_options) for r in range(runs) for spec in policies
     ]
-    steps = len(jobs)
+    steps = len(replays)
     if runs_here(parsed, steps):
         done = []
-        for i, job in enumerate(jobs):
+        for i, job in enumerate(replays):
 
             def step(fraction: float, i: int = i) -> None:
                 if progress is not None:
@@ -144,9 +152,11 @@ def compare(
             if progress is not None:
                 progress(finished / steps)
 
-        done = run_jobs(_replay, jobs, parsed, ended)
-    series = [frame for frame, _ in done]
-    return pd.concat(series, ignore_index=True), pd.DataFrame([row for _, row in done])
+        done = run_jobs(_replay, replays, parsed, ended)
+    if jobs is not None:
+        jobs.extend(table for _, _, table in done)
+    series = [frame for frame, _, _ in done]
+    return pd.concat(series, ignore_index=True), pd.DataFrame([row for _, row, _ in done])
 
 
 #: The last trace :func:`_replay` made in this process, by (workload, seed): the policies of one
@@ -161,7 +171,7 @@ def _replay(
     run: int,
     simulate_options: dict[str, Any],
     progress: Callable[[float], None] | None = None,
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame]:
     """One job of :func:`compare`: run ``run``'s trace (seed ``seed``) under the policy ``spec``."""
     trace = _LAST_TRACE.get((workload, seed))
     if trace is None:
@@ -170,7 +180,7 @@ def _replay(
         _LAST_TRACE[workload, seed] = trace
     res = simulate(trace, make_policy(spec), seed=seed, progress=progress, **simulate_options)
     row = {"policy": spec, "run": run, "trace": trace.name, "time_unit": trace.time_unit, **res.summary}
-    return res.series.assign(policy=spec, run=run), row
+    return res.series.assign(policy=spec, run=run), row, res.jobs.assign(policy=spec, run=run)
 
 
 #: The columns of :func:`summary_table`, then the queue's and MIGBench's metrics where a replay has them.

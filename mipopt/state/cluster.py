@@ -215,11 +215,12 @@ class Cluster(Occupancy):
         return model.index(profile)
 
     def as_placed(self, wid: str) -> Workload:
-        """Workload ``wid`` as it runs now: a MIG-Adapter borrower asks for the profile it occupies, on its GPU's model."""
+        """Workload ``wid`` as it runs now: a MIG-Adapter borrower, and a memory-sized workload,
+        asks for the profile it occupies, on its GPU's model (a move keeps its profile)."""
         w = self.instance.workload(wid)
         model = self.instance.gpu(self.placed[wid][0]).model
         p = self.profile_of[wid]
-        if p == self._index(w, model, None):
+        if p == self._index(w, model, None) and not w.memory_sized:
             return w
         return dataclasses.replace(
             w, profile=model.profiles[p].name, gpu_models=(model.name,), memory_gb=None, min_compute=None
@@ -278,6 +279,19 @@ class Cluster(Occupancy):
     def active(self) -> npt.NDArray[np.bool_]:
         """GPUs holding at least one instance."""
         return self.mask != 0
+
+    def mean_fragmentation(self) -> tuple[float, float]:
+        """FBK's fragmentation F (MFI paper, Alg. 1) and GRMU's, each averaged over the active
+        GPUs (0 when none is): the one place the simulator's and reopt's means are computed."""
+        fbk = grmu = 0.0
+        active = 0
+        for g in self.groups:
+            masks = self.mask[g.at]
+            busy = masks[masks != 0]
+            fbk += float(g.tables.fbk.take(busy).sum())
+            grmu += float(g.tables.grmu.take(busy).sum())
+            active += len(busy)
+        return (fbk / active, grmu / active) if active else (0.0, 0.0)
 
     # --- changes
 

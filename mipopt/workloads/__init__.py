@@ -19,12 +19,15 @@ name an instance or trace by its arguments alone.
   (section 8.1); :func:`alibaba_summary` counts it and its peak load (:func:`alibaba_peak`).
   The mapped cluster at its peak as a first-fit replay leaves it is an instance by replay,
   :func:`mipopt.simulation.alibaba_snapshot` (the simulator sits above this layer).
+* :func:`migbench_trace`: a MIGBench JSONL trace (:func:`read_migbench`) on MIGBench's
+  cluster, profile subset and create/delete costs (``mipopt simulate --workload migbench:path=...``).
 """
 
 from mipopt.workloads.alibaba import alibaba_peak, alibaba_summary, alibaba_trace
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
 from mipopt.workloads.hard import hard_instance
 from mipopt.workloads.ibm import ibm_instance
+from mipopt.workloads.migbench import migbench_trace, read_migbench
 from mipopt.workloads.poisson import poisson_stream, poisson_trace
 
 __all__ = [
@@ -35,6 +38,8 @@ __all__ = [
     "fbk_trace",
     "hard_instance",
     "ibm_instance",
+    "migbench_trace",
     "poisson_stream",
     "poisson_trace",
+    "read_migbench",
 ]

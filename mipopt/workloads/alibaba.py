@@ -329,7 +329,7 @@ def alibaba_summary(trace: Trace) -> dict[str, Any]:
     times = []
     deltas = []
     for r in trace.requests:
-        size = sizes.get(r.profile, 0)
+        size = sizes.get(r.size, 0)  # a request sized by memory counts 0
         times += [r.arrival, r.departure]
         deltas += [size, -size]
     peak, peak_time = 0, 0.0
@@ -341,7 +341,7 @@ def alibaba_summary(trace: Trace) -> dict[str, Any]:
         use = np.cumsum(d[order])
         at = int(use.argmax())
         peak, peak_time = int(use[at]), float(t[order][at])
-    counts = Counter(r.profile for r in trace.requests)
+    counts = Counter(r.size for r in trace.requests)
     arrivals = [r.arrival for r in trace.requests]
     return {
         "hosts": len(cluster.hosts),

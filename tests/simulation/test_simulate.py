@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mipopt.heuristics.online import Decision, Policy
 from mipopt.instance import InstanceBuilder, Workload
 from mipopt.simulation import Request, SimulationError, Trace, simulate
+from mipopt.simulation.engine import JOB_COLUMNS
 from mipopt.state.cluster import Cluster
 
 
@@ -95,7 +97,9 @@ def test_bad_simulation_options_name_the_parameter() -> None:
     t = trace([Request("a", "1g.5gb", 0, 1)])
     for option, value, rule in (
         ("bucket", 0.0, "bucket must be a positive finite number, got 0.0"),
-        ("queue_timeout", -1.0, "queue_timeout must be a positive finite number, got -1.0"),
+        ("queue_timeout", -1.0, r"queue_timeout must be a positive number \(or math.inf\), got -1.0"),
+        ("queue_timeout", math.nan, r"queue_timeout must be a positive number \(or math.inf\), got nan"),
+        ("queue_order", "lifo", "queue_order must be one of fifo, newest, got 'lifo'"),
         ("batch_interval", math.inf, "batch_interval must be a positive finite number, got inf"),
         ("horizon", -2.0, r"horizon must be a non-negative number \(or math.inf\), got -2.0"),
         ("horizon", math.nan, r"horizon must be a non-negative number \(or math.inf\), got nan"),
@@ -190,6 +194,10 @@ def test_cli_simulate_writes_series_summary_and_plot(tmp_path, capsys) -> None: 
         ("ff", 1),
     ]
     assert all(r["arrived"] == 60 for r in data["summary"])
-    assert {p.name for p in out.iterdir()} == {"series.csv", "series.png", "summary.csv"}
+    assert {p.name for p in out.iterdir()} == {"series.csv", "series.png", "summary.csv", "jobs.csv"}
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert list(jobs.columns) == [*JOB_COLUMNS, "policy", "run"]
+    assert len(jobs) == 4 * 60 and (jobs["wait"].dropna() == 0).all()  # no queue: decided at arrival
+    assert jobs["decision"].notna().sum() == sum(r["accepted"] for r in data["summary"])
     assert main(["simulate", "--workload", "fbk:colour=red", "--policy", "mfi"]) == 2
     assert "--workload: workload 'fbk' has no option 'colour'" in capsys.readouterr().err

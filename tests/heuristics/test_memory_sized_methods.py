@@ -1,0 +1,86 @@
+"""Every heuristic places memory-sized requests, at the smallest profile that fits unless it
+chooses a larger one and says so (issue 25, section 1)."""
+
+from __future__ import annotations
+
+import pytest
+from factories import INSTANCES
+from test_adapter import limited_a100
+
+import mipopt
+from mipopt.cli import main
+from mipopt.instance import InstanceBuilder
+from mipopt.registry import methods
+from mipopt.verifier import verify
+
+EXAMPLE = INSTANCES / "memory_sized.json"
+HEURISTICS = [m.name for m in methods() if m.kind == "heuristic"] + ["adapter(ff)", "adapter(mfi)"]
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+def test_every_heuristic_places_memory_sized_requests_at_the_smallest_fitting_profile(method: str) -> None:
+    inst = mipopt.load_instance(EXAMPLE)
+    sol = mipopt.solve(inst, method)
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    for a in sol.placements:
+        w = inst.workload(a.workload)
+        default = inst.profile_on(w, inst.gpu(a.gpu).model)
+        # a memory-sized workload's placement names its profile; a named one's carries none
+        assert a.profile == (default.name if w.memory_sized else None), (a, default)
+    # the running 35 GB workload keeps its 4g.40gb where it runs (or takes the A100's smallest, 7g.40gb)
+    where = {a.workload: a for a in sol.placements}
+    assert (where["train-35gb"].gpu, where["train-35gb"].profile) in {
+        ("h1-g0", "4g.40gb"),
+        ("h2-g0", "7g.40gb"),
+    }
+    # nothing but a 7g.80gb holds 60 GB, and the H100 runs train-35gb unless a method moves it
+    if "big-60gb" in where:
+        assert (where["big-60gb"].gpu, where["big-60gb"].profile) == ("h1-g0", "7g.80gb")
+
+
+def test_the_first_fit_answer_by_hand() -> None:
+    inst = mipopt.load_instance(EXAMPLE)
+    sol = mipopt.solve(inst, "ff")
+    assert [(a.workload, a.gpu, a.start, a.profile) for a in sol.placements] == [
+        ("train-35gb", "h1-g0", 0, "4g.40gb"),
+        ("chat-12gb", "h1-g0", 6, "1g.20gb"),
+        ("embed-8gb", "h1-g0", 4, "1g.10gb"),
+        ("batch-20gb", "h2-g0", 4, "3g.20gb"),
+        ("named-1g", "h1-g0", 5, None),
+    ]
+    assert sol.rejected == ("big-60gb",)
+
+
+def test_mig_adapter_reports_the_larger_profile_it_lends_a_memory_sized_request() -> None:
+    """Two 1g.10gb at most on this A100 (no 1g.20gb): a third 10 GB request borrows 2g.20gb, and
+    for a memory-sized request that is a profile that fits, so the batch answer keeps it."""
+    model = limited_a100()
+    b = InstanceBuilder("borrow", custom_models=[model])
+    b.add_host("h0", gpus={"g0": model})
+    b.add_workload("a", "1g.10gb", placement=("g0", 0))
+    b.add_workload("b", "1g.10gb", placement=("g0", 1))
+    b.add_workload("c", memory_gb=10)
+    b.add_workload("d", "1g.10gb")
+    inst = b.build()
+    sol = mipopt.solve(inst, "adapter(mfi)")
+    assert verify(inst, sol).valid
+    chosen = {a.workload: a.profile for a in sol.placements}
+    assert chosen["c"] == "2g.20gb" and inst.profile_on(inst.workload("c"), model).name == "1g.10gb"
+    assert "d" in sol.rejected  # a request that names 1g.10gb cannot keep a borrowed 2g.20gb
+    assert "larger than the smallest that fits, 1g.10gb" in sol.summary()
+
+
+def test_solve_prints_the_chosen_profile_and_what_was_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", str(EXAMPLE), "--method", "ff"]) == 0
+    out = capsys.readouterr().out
+    rows: dict[str, str] = {}
+    for line in out.splitlines():
+        if line.split()[:1]:
+            rows.setdefault(line.split()[0], line)  # the table's row, not the rejection's
+    assert rows["chat-12gb"].split()[:4] == ["chat-12gb", "1g.20gb", "h1-g0", "6"]
+    assert rows["chat-12gb"].endswith("new (sized >=12gb)")
+    assert rows["batch-20gb"].split()[1] == "3g.20gb" and "(sized >=20gb,2g)" in rows["batch-20gb"]
+    assert rows["train-35gb"].endswith("(sized >=35gb; larger than the smallest that fits, 3g.40gb)")
+    assert rows["big-60gb"].split()[:2] == ["big-60gb", ">=60gb"]
+    assert rows["named-1g"].split()[1] == "1g.10gb" and "sized" not in rows["named-1g"]
