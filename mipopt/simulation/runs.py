@@ -42,8 +42,9 @@ __all__ = [
 
 def _sources() -> dict[str, Callable[..., Trace]]:
     from mipopt import workloads
+    from mipopt.workloads.migbench_models import migbench_generated
 
-    return {
+    found = {
         name: getattr(workloads, attr)
         for name, attr in (
             ("fbk", "fbk_trace"),
@@ -53,9 +54,10 @@ def _sources() -> dict[str, Callable[..., Trace]]:
         )
         if hasattr(workloads, attr)
     }
+    return {**found, "migbench-gen": migbench_generated}
 
 
-SOURCES = ("fbk", "poisson", "alibaba", "migbench")
+SOURCES = ("fbk", "poisson", "alibaba", "migbench", "migbench-gen")
 
 
 def make_trace(spec: str, seed: int, path: str = "workload") -> Trace:
@@ -283,7 +285,7 @@ def run_header(workload: str, summary: pd.DataFrame) -> str:
     'workload fbk:gpus=4: 9 requests per run, 1 run(s), up to t = 8 slot'
     """
     ends = summary["horizon"]
-    until = f"{ends.iloc[0]:.4g}" if ends.nunique() == 1 else f"{ends.min():.4g}-{ends.max():.4g}"
+    until = plain(ends.iloc[0]) if ends.nunique() == 1 else f"{plain(ends.min())}..{plain(ends.max())}"
     runs = summary["run"].nunique()
     unit = summary["time_unit"].iloc[0]
     return f"workload {workload}: {requests_per_run(summary)}, {runs} run(s), up to t = {until} {unit}"
