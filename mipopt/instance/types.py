@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
@@ -300,6 +301,59 @@ class Instance:
             own = model.find(workload.profile)
             return () if own is None else (own,)
         return fitting_profiles(model, workload.memory_gb or 0.0, workload.min_compute)
+
+    def at_profiles(self, placed: Mapping[str, tuple[str, int]], profiles: Mapping[str, str]) -> Instance:
+        """This instance with each new memory-sized workload of ``profiles`` asking for the
+        profile chosen for it, by name, on the model of the GPU ``placed`` puts it on.
+
+        Code that knows one profile per workload and model (the migration planner, the plan's
+        verifier, the emitters) then creates the chosen profile. A running memory-sized
+        workload moves at the profile it runs at (:meth:`profile_on`: on another model, the
+        smallest that fits), so its entry must be that one. The instance itself when no
+        workload changes.
+
+        Raises
+        ------
+        InstanceError
+            Naming ``profiles.ID`` for a workload the instance does not have, that ``placed``
+            leaves out, or whose profile does not fit it there (or changes a running one's).
+
+        Examples
+        --------
+        >>> import mipopt
+        >>> inst = mipopt.load_instance("instances/memory_sized.json")
+        >>> fixed = inst.at_profiles({"chat-12gb": ("h1-g0", 0)}, {"chat-12gb": "2g.20gb"})
+        >>> w = fixed.workload("chat-12gb")
+        >>> w.profile, w.gpu_models, fixed.profile_on(w, fixed.gpu("h1-g0").model).name
+        ('2g.20gb', ('H100-80GB',), '2g.20gb')
+        """
+        changed: dict[str, Workload] = {}
+        for wid, name in profiles.items():
+            path = f"profiles.{wid}"
+            if wid not in self._workload or wid not in placed or placed[wid][0] not in self._gpu:
+                raise InstanceError(path, f"{wid!r} is not a workload placed on a GPU of {self.name!r}")
+            w = self._workload[wid]
+            model = self._gpu[placed[wid][0]].model
+            chosen = model.find(name)
+            default = self.profile_on(w, model)
+            if chosen is not None and chosen == default:
+                continue
+            fitting = self.profiles_on(w, model)
+            if chosen is None or chosen not in fitting:
+                may = ", ".join(p.name for p in fitting) or "none"
+                raise InstanceError(path, f"{name!r} does not fit {wid!r} on {model.name} ({w.size}: {may})")
+            if w.running:
+                raise InstanceError(
+                    path,
+                    f"running {wid!r} would change its profile to {chosen.name} on {model.name}; it moves at "
+                    f"{default.name if default else '?'}, the profile it runs at (or the smallest that fits)",
+                )
+            changed[wid] = replace(
+                w, profile=chosen.name, memory_gb=None, min_compute=None, gpu_models=(model.name,)
+            )
+        if not changed:
+            return self
+        return replace(self, workloads=tuple(changed.get(w.id, w) for w in self.workloads))
 
     @property
     def running(self) -> tuple[Workload, ...]:

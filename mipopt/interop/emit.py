@@ -34,7 +34,7 @@ import json
 import shlex
 import textwrap
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -192,6 +192,7 @@ def plan_operations(instance: Instance, plan: Plan) -> tuple[Operation, ...]:
     >>> [(o.round, o.op, o.workload, o.gpu, o.start) for o in plan_operations(inst, plan)][:2]
     [(1, 'create', 'batch-d', 'h1-g1', 0), (1, 'create', 'infer-e', 'h1-g0', 2)]
     """
+    instance = instance.at_profiles(plan.final, plan.profiles)  # creates make the chosen profiles
     decisions = _idle_decisions(instance, plan)
     ops = _operations(instance, plan, decisions)
     crowded = _crowded(instance, ops) if instance.idle else set()  # only kept idle instances crowd
@@ -512,8 +513,12 @@ MIG_PARTED_WARNING = (
 )
 
 
-def mig_parted_config(instance: Instance, final: dict[str, Spot]) -> str:
-    """The state ``final`` (workload -> GPU, start) as a mig-parted ``version: v1`` config.
+def mig_parted_config(
+    instance: Instance, final: dict[str, Spot], profiles: Mapping[str, str] | None = None
+) -> str:
+    """The state ``final`` (workload -> GPU, start) as a mig-parted ``version: v1`` config;
+    ``profiles`` are those chosen for new memory-sized workloads (:attr:`Plan.profiles
+    <mipopt.migrate.plan.Plan.profiles>`), the others take their default.
 
     One config per host, ``mipopt-HOST``; in it, one entry per group of that host's GPUs with
     the same model and profile counts, by device index and by the model's PCI device ids
@@ -521,6 +526,7 @@ def mig_parted_config(instance: Instance, final: dict[str, Spot]) -> str:
     ``nvidia-mig-parted apply -f FILE -c mipopt-HOST`` (or the GPU operator's
     ``nvidia.com/mig.config`` label).
     """
+    instance = instance.at_profiles(final, profiles or {})
     index = gpu_indices(instance)
     counts: dict[str, Counter[str]] = {g.id: Counter() for g in instance.gpus}
     for wid, (gpu, _) in final.items():
@@ -570,7 +576,7 @@ def emit(instance: Instance, plan: Plan, form: str) -> str:
     if form == "nvml-python":
         return nvml_script(instance, plan)
     if form == "mig-parted":
-        return mig_parted_config(instance, dict(plan.final))
+        return mig_parted_config(instance, dict(plan.final), plan.profiles)
     if form == "json":
         return json.dumps(addressed_plan(instance, plan), indent=2) + "\n"
     raise InstanceError("form", f"must be one of {', '.join(EMIT_FORMS)}, got {form!r}")

@@ -134,7 +134,12 @@ def plan_migration(
         raise InstanceError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
     budget = Budget(max_restarts, max_moved_gb)
     t0 = time.perf_counter()
-    placed = _checked_target(instance, target)
+    placed, profiles = _checked_target(instance, target)
+    given = instance
+    try:  # plan on the instance whose memory-sized workloads ask for the profiles chosen
+        instance = instance.at_profiles(placed, profiles)
+    except InstanceError as err:
+        raise InstanceError("target", f"{err.path}: {err.rule}") from None
     if not budget.unlimited:
         _check_target_budget(budget, disruption(instance, placed))
     current = instance.current_placement()
@@ -176,7 +181,8 @@ def plan_migration(
         metrics=plan_metrics(instance, rounds, placed),
         runtime_s=time.perf_counter() - t0,
         message=message,
-        _instance=instance,
+        profiles=profiles,
+        _instance=given,
     )
 
 
@@ -203,7 +209,11 @@ def _plan_cost(instance: Instance, rounds: list[Round]) -> dict[str, float]:
     return {"restarted": metrics["moves"], "moved_memory_gb": metrics["moved_between_gpus_gb"]}
 
 
-def _checked_target(instance: Instance, target: Solution | Mapping[str, Spot]) -> dict[str, Spot]:
+def _checked_target(
+    instance: Instance, target: Solution | Mapping[str, Spot]
+) -> tuple[dict[str, Spot], dict[str, str]]:
+    """The target's placement, and the profiles it chose for new memory-sized workloads where
+    they are not the smallest that fits (those a plan must create by name)."""
     if not isinstance(target, Solution | Mapping):
         raise ParameterTypeError(
             "target",
@@ -218,7 +228,13 @@ def _checked_target(instance: Instance, target: Solution | Mapping[str, Spot]) -
         raise InstanceError("target", f"not a valid placement for {instance.name!r}: {report.violations[0]}")
     if target.status is Status.NONE:
         raise InstanceError("target", "the solution has no placement (status 'none')")
-    return target.placed()
+    placed = target.placed()
+    profiles = {}
+    for wid, name in target.profiles().items():
+        default = instance.profile_on(instance.workload(wid), instance.gpu(placed[wid][0]).model)
+        if default is None or default.name != instance.gpu(placed[wid][0]).model.profile(name).name:
+            profiles[wid] = name
+    return placed, profiles
 
 
 def plan_metrics(

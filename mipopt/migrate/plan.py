@@ -136,6 +136,10 @@ class Plan:
     ----------
     final
         Workload id -> (GPU id, start) after the last round: the target's placement.
+    profiles
+        Workload id -> the profile the target chose for a new memory-sized workload where it is
+        not the smallest that fits (:meth:`Instance.at_profiles <mipopt.instance.Instance.at_profiles>`):
+        its create makes that profile. Written as ``final[i].profile``.
     disrupted
         Running workloads drained (down between their drain and their restore).
     metrics
@@ -155,6 +159,7 @@ class Plan:
     metrics: dict[str, float] = field(default_factory=dict)
     runtime_s: float = 0.0
     message: str = ""
+    profiles: dict[str, str] = field(default_factory=dict)
     _instance: Instance | None = field(default=None, kw_only=True, repr=False, compare=False)
 
     def summary(self, instance: Instance | None = None) -> str:
@@ -190,6 +195,8 @@ class Plan:
             return f"{value:g}"
 
         def profile(wid: str, gpu: str) -> str:
+            if wid in self.profiles:
+                return self.profiles[wid]
             if instance is None:
                 return ""
             found = instance.profile_on(instance.workload(wid), instance.gpu(gpu).model)
@@ -293,7 +300,11 @@ class Plan:
             "semantics": self.semantics,
             "method": self.method,
             "rounds": [r.to_dict(i + 1) for i, r in enumerate(self.rounds)],
-            "final": [{"workload": w, "gpu": g, "start": s} for w, (g, s) in self.final.items()],
+            "final": [
+                {"workload": w, "gpu": g, "start": s}
+                | ({"profile": self.profiles[w]} if w in self.profiles else {})
+                for w, (g, s) in self.final.items()
+            ],
             "disrupted": list(self.disrupted),
             "metrics": dict(self.metrics),
             "runtime_s": self.runtime_s,
@@ -379,13 +390,14 @@ def plan_from_dict(data: Any) -> Plan:
             )
         rounds.append(Round(tuple(drains), tuple(moves), tuple(creates)))
     final: dict[str, Spot] = {}
+    profiles: dict[str, str] = {}
     for i, x in enumerate(f.lst(d.get("final", []), "final")):
         p = f"final[{i}]"
-        x = f.obj(x, p, required=("workload", "gpu", "start"))
-        final[f.identifier(x["workload"], f"{p}.workload")] = (
-            f.identifier(x["gpu"], f"{p}.gpu"),
-            f.integer(x["start"], f"{p}.start"),
-        )
+        x = f.obj(x, p, required=("workload", "gpu", "start"), optional=("profile",))
+        wid = f.identifier(x["workload"], f"{p}.workload")
+        final[wid] = (f.identifier(x["gpu"], f"{p}.gpu"), f.integer(x["start"], f"{p}.start"))
+        if "profile" in x:
+            profiles[wid] = f.identifier(x["profile"], f"{p}.profile")
     disrupted = tuple(
         f.identifier(w, f"disrupted[{i}]") for i, w in enumerate(f.lst(d.get("disrupted", []), "disrupted"))
     )
@@ -406,6 +418,7 @@ def plan_from_dict(data: Any) -> Plan:
         },
         runtime_s=f.number(d.get("runtime_s", 0.0), "runtime_s"),
         message=f.text(d.get("message", ""), "message"),
+        profiles=profiles,
     )
 
 

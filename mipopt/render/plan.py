@@ -132,6 +132,7 @@ def plan_png(instance: Instance, plan: Plan, path: str | Path, title: str = "") 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    instance = instance.at_profiles(plan.final, plan.profiles)  # draw the profiles chosen
     gpus, left_out = png_gpus(instance, plan)
     states = plan_states(instance, plan)
     labels = ["before"] + [f"after round {i}" for i in range(1, len(plan.rounds) + 1)]

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mipopt.errors import InstanceError
 from mipopt.instance import Instance
 from mipopt.verifier.rules import Held, check_state
 
@@ -125,9 +126,30 @@ def verify_plan(instance: Instance, plan: Any, target: Mapping[str, Spot] | None
     if not isinstance(plan, dict) and callable(getattr(plan, "to_dict", None)):
         plan = plan.to_dict()
     try:
+        instance = _at_chosen_profiles(instance, plan)
         return _Replay(instance, plan, target).run()
     except _Malformed as err:
         return PlanReport(False, (str(err),))
+
+
+def _at_chosen_profiles(instance: Instance, plan: Any) -> Instance:
+    """``instance`` with the new memory-sized workloads at the profiles the plan's ``final``
+    names (:meth:`Instance.at_profiles`): the profiles its creates make."""
+    final = plan.get("final") if isinstance(plan, dict) else None
+    if not isinstance(final, list):
+        return instance
+    spots: dict[str, Spot] = {}
+    profiles: dict[str, str] = {}
+    for i, x in enumerate(final):
+        if isinstance(x, dict) and "profile" in x:
+            path = f"final[{i}]"
+            wid = _str(x.get("workload"), f"{path}.workload")
+            spots[wid] = _spot(x, path)
+            profiles[wid] = _str(x["profile"], f"{path}.profile")
+    try:
+        return instance.at_profiles(spots, profiles)
+    except InstanceError as err:
+        raise _Malformed(f"final: {err.path}: {err.rule}") from None
 
 
 # --- reading the JSON form (its own reader: nothing shared with the planner)
