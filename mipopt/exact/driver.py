@@ -664,9 +664,12 @@ class _Run:
                 break
             started = time.perf_counter()
             seen.add(stage.name)
-            label = (
-                "aggregate" if stage.name != "weighted" and seen <= {"acceptance", "hardware"} else "detailed"
-            )
+            if stage.name == "weighted":
+                seen.update(n for n, w in zip(self.spec.names, self.spec.values, strict=True) if w > 0)
+            if stage.name != "weighted" and seen <= {"acceptance", "hardware"}:
+                label = "aggregate"
+            else:  # the detailed variant, with kept sets where restarts are asked for
+                label = "kept" if seen & {"restarts", "restarted"} else "detailed"
             if self.obvious(stage, started):
                 continue
             exact_keep = stage.name == "restarts" and self.keeps_gpus(models)
@@ -678,7 +681,8 @@ class _Run:
                 continue
             if exact_keep:
                 label = "keep"  # exact: every running workload stays on its GPU
-            elif stage.name == "restarts":  # a start for the models that prove it
+            elif stage.name == "restarts":  # starts for the model that proves it
+                self.keep_home(models)
                 self.home_answer(models, "keep", KEEP_SHARE, stage.name)
             built = models.get(label)
             if self.stopped() is not None or not self.prepare(built):
@@ -842,12 +846,21 @@ class _Run:
                 self.notes.append(
                     f"restarts brought down by the keep model in {time.perf_counter() - started:.2f} s"
                 )
-        restarts_first = self.spec.order().index("restarts") < self.spec.order().index("migrations")
-        placed = best.placed
-        assert placed is not None
-        kept = keep_running(self.work, placed, fixed, restarts_first=restarts_first)
-        if kept != placed and best.offer(kept, f"{best.source}, running workloads kept home"):
+        if self.keep_home(models, fixed):
             self.notes.append("restarts brought down by keeping GPU contents and starts home")
+
+    def keep_home(self, models: _ConfigModels | None, fixed: frozenset[str] | None = None) -> bool:
+        """Offer the incumbent with its GPU contents and starts kept home
+        (:func:`~mipopt.exact.keep.keep_running`); True when that lowered its restarts."""
+        placed = self.best.placed
+        if placed is None or not self.best.values.get("restarts"):
+            return False
+        if fixed is None:
+            fixed = fixed_ids(self.work, models.fixed if models is not None else None)
+        order = self.spec.order()
+        restarts_first = order.index("restarts") < order.index("migrations")
+        kept = keep_running(self.work, placed, fixed, restarts_first=restarts_first)
+        return kept != placed and self.best.offer(kept, f"{self.best.source}, running workloads kept home")
 
     def solution(self, instance: Instance, method: str) -> Solution:
         runtime = time.perf_counter() - self.t0

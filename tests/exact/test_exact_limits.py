@@ -166,9 +166,8 @@ def test_progress_prints_a_line_per_stage_event(capsys: pytest.CaptureFixture[st
         ["migrations", "detailed"],
         ["restarts", "home"],
         ["restarts", "keep"],
-        ["restarts", "detailed"],
-        ["restarts", "slots"],
-        ["restarts", "slots"],
+        ["restarts", "kept"],
+        ["restarts", "kept"],
     ]
     assert lines[-1].endswith("optimal, value 2, bound 2")
 

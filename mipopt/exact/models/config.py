@@ -9,7 +9,7 @@ whatever it holds, per profile, is at most what the chosen configuration offers.
 Start slots come back afterwards, per GPU, from the exact indexing search, keeping
 running workloads on their own starts wherever possible. See ``models/grmu.md``.
 
-Four variants of one builder serve the staged solve of :mod:`mipopt.exact.driver`:
+Five variants of one builder serve the staged solve of :mod:`mipopt.exact.driver`:
 
 * ``aggregate``: every movable running workload joins the pool of its shape (it must
   be placed, anywhere); GPUs of one host and one type (model, pinned instances) are
@@ -28,6 +28,10 @@ Four variants of one builder serve the staged solve of :mod:`mipopt.exact.driver
   is chosen with the set of its stayers kept on their own starts (the others restart on
   the GPU). Restarts are exact over the placements that keep every running workload on its
   GPU: the restarts stage once 0 migrations is proven (``models/grmu.md``).
+* ``kept``: the detailed variant whose named GPUs choose, with their configuration, the set
+  of their running workloads kept on their own starts, as ``keep`` does; the others stay
+  (restarted on the GPU) or leave. Acceptance, hardware, migrations and restarts are exact:
+  the restarts stage when running workloads must move (``models/grmu.md``, "The kept variant").
 
 Items (pool workloads) are counted per (shape, host, GPU model): a host's GPUs of one
 model offer, per profile, the spots of their chosen configurations, less the spots
@@ -44,6 +48,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal, cast
 
+import numpy as np
+import numpy.typing as npt
 import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel
@@ -61,8 +67,8 @@ from mipopt.exact.preprocess import (
 from mipopt.exact.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.instance import Instance, Workload
 
-Mode = Literal["aggregate", "restricted", "detailed", "keep"]
-MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed", "keep")
+Mode = Literal["aggregate", "restricted", "detailed", "keep", "kept"]
+MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed", "keep", "kept")
 Vector = tuple[int, ...]
 
 
@@ -149,7 +155,9 @@ class ConfigModel:
                     held[gpu_id] = self._kept_stayers(unit, gpu_id, unit.kept[c])
         for k, (u, members) in enumerate(self.stays):
             gpu = self.units[u].gpus[0]
-            stayers[gpu].extend(members[: _count(m.K[k])])
+            first = held.get(gpu, {})  # the kept variant's kept stayers first
+            ordered = sorted(members, key=lambda w: w not in first)
+            stayers[gpu].extend(ordered[: _count(m.K[k])])
         quota: dict[tuple[int, str, str], int] = {key: _count(m.X[k]) for k, key in enumerate(self.items)}
         if self.mode in ("restricted", "keep"):
             for shape in self.shapes:
@@ -373,9 +381,9 @@ class ConfigModel:
                     for i, cfg in enumerate(unit.configs)
                     if all(a >= b for a, b in zip(cfg, held, strict=True))
                 ]
-                if unit.kept:  # the keep variant: the fewest restarts among the kept stayers
-                    at_home = self._at_home(unit, gpu_id, placed)
-                    fits = sorted((i for i in fits if unit.kept[i] <= at_home), key=lambda i: unit.costs[i])
+                if unit.kept:  # keep and kept variants: the fewest restarts for this content
+                    staying = self._staying(unit, gpu_id, placed)
+                    fits = sorted((i for i in fits if unit.kept[i] <= staying), key=lambda i: unit.costs[i])
                 c = fits[0] if fits else None
                 if c is None:
                     return {}
@@ -391,7 +399,12 @@ class ConfigModel:
             home = inst.workload(wid).placement
             if self.mode in ("restricted", "keep") and home is not None:
                 continue
-            if self.mode == "detailed" and home is not None and home.gpu == gpu_id and wid in stays_on:
+            if (
+                self.mode in ("detailed", "kept")
+                and home is not None
+                and home.gpu == gpu_id
+                and wid in stays_on
+            ):
                 continue
             pool[shape_of[wid], g.host, g.model.name] += 1
             if home is not None and inst.gpu(home.gpu).host == g.host:
@@ -423,15 +436,16 @@ class ConfigModel:
             values[m.PHI[h.id].name] = 1.0 if h.id in hosts else 0.0
         return values
 
-    def _at_home(self, unit: _Unit, gpu_id: str, placed: dict[str, tuple[str, int]]) -> frozenset[int]:
-        """Positions in ``unit.stayers`` of the GPU's running workloads that ``placed`` keeps
-        on their own starts."""
-        kept = {
-            key
+    def _staying(self, unit: _Unit, gpu_id: str, placed: dict[str, tuple[str, int]]) -> frozenset[int]:
+        """Positions in ``unit.stayers`` of the GPU's running workloads that ``placed`` keeps on
+        the GPU (at any start: an option keeping them on their own starts encodes the same
+        content with fewer restarts, which the decoding then indexes)."""
+        here = {
+            _stayer(unit.model, w)
             for w in self._running_on.get(gpu_id, ())
-            if placed.get(w.id) == (gpu_id, (key := _stayer(unit.model, w))[1])
+            if placed.get(w.id, ("", 0))[0] == gpu_id
         }
-        return frozenset(i for i, st in enumerate(unit.stayers) if st in kept)
+        return frozenset(i for i, st in enumerate(unit.stayers) if st in here)
 
 
 def _stayer(model: GpuModel, w: Workload) -> tuple[int, int, float]:
@@ -447,44 +461,69 @@ def _stayers(model: GpuModel, running: list[Workload]) -> tuple[tuple[int, int, 
 
 
 def _keep_options(
-    unit: _Unit, state: FixedState, own: set[int], stayers: tuple[tuple[int, int, float], ...]
+    unit: _Unit,
+    state: FixedState,
+    own: set[int],
+    stayers: tuple[tuple[int, int, float], ...],
+    prune: bool = True,
 ) -> None:
-    """The keep variant's configurations of ``unit``: for each set K of its GPUs' stayers kept
-    on their own starts, the maximal multisets around them (the others anywhere on the GPU),
-    unless a larger kept set offers as much; each with the restarts of the stayers not in K."""
-    model = unit.model
+    """The keep and kept variants' configurations of ``unit``: for each set K of its GPUs'
+    stayers kept on their own starts, the maximal multisets around them (the others anywhere
+    on the GPU), each with the restarts of the stayers not in K. With ``prune`` (the keep
+    variant, where every stayer stays on the GPU) an option is left out when a larger kept set
+    offers as much; not in the kept variant, where a stayer may leave and the larger set would
+    hold it there."""
+    key = (state.mask, state.counts, state.media_used, tuple(sorted(own)), unit.required)
+    options = _kept_options(unit.model, *key, stayers, prune)
+    unit.configs = tuple(vec for vec, _ in options)
+    unit.kept = tuple(keep for _, keep in options)
     n = len(stayers)
-    totals: dict[frozenset[int], list[Vector]] = {}
+    unit.costs = tuple(
+        (sum(stayers[i][2] for i in range(n) if i not in keep), n - len(keep)) for _, keep in options
+    )
+    unit.stayers = stayers
+
+
+@functools.lru_cache(maxsize=4096)
+def _kept_options(
+    model: GpuModel,
+    mask: int,
+    counts: tuple[int, ...],
+    media_used: bool,
+    own: tuple[int, ...],
+    required: Vector,
+    stayers: tuple[tuple[int, int, float], ...],
+    prune: bool,
+) -> tuple[tuple[Vector, frozenset[int]], ...]:
+    """:func:`_keep_options`' (configuration, kept set) pairs of one GPU state, shared by the
+    GPUs alike (many GPUs hold the same stayers at the same starts)."""
+    n = len(stayers)
+    totals: dict[frozenset[int], npt.NDArray[np.int_]] = {}  # kept set -> its configurations, a row each
     options: list[tuple[Vector, frozenset[int]]] = []
     for size in range(n, -1, -1):
         for subset in combinations(range(n), size):
             keep = frozenset(subset)
-            mask, counts, media = state.mask, list(state.counts), state.media_used
+            held, held_counts, media = mask, list(counts), media_used
             for i in keep:
                 p, start, _ = stayers[i]
-                mask |= model.profiles[p].slot_mask(start)
-                counts[p] += 1
+                held |= model.profiles[p].slot_mask(start)
+                held_counts[p] += 1
                 media |= model.profiles[p].media_extension
-            around = FixedState(state.gpu, model, mask, tuple(counts), media, ())
+            around = FixedState("", model, held, tuple(held_counts), media, ())
             found = []
             for c in maximal_multisets(model, around, own):
                 total = list(c)
                 for i in keep:
                     total[stayers[i][0]] += 1
                 vec = tuple(total)
-                if not all(a >= b for a, b in zip(vec, unit.required, strict=True)):
+                if not all(a >= b for a, b in zip(vec, required, strict=True)):
                     continue
                 found.append(vec)
-                larger = (totals[keep | {i}] for i in range(n) if i not in keep)
-                if not any(all(a <= b for a, b in zip(vec, w, strict=True)) for ws in larger for w in ws):
+                larger = (totals[keep | {i}] for i in range(n) if i not in keep and prune)
+                if not any((rows >= vec).all(axis=1).any() for rows in larger):
                     options.append((vec, keep))
-            totals[keep] = found
-    unit.configs = tuple(vec for vec, _ in options)
-    unit.kept = tuple(keep for _, keep in options)
-    unit.costs = tuple(
-        (sum(stayers[i][2] for i in range(n) if i not in keep), n - len(keep)) for _, keep in options
-    )
-    unit.stayers = stayers
+            totals[keep] = np.array(found, dtype=int).reshape(len(found), len(model.profiles))
+    return tuple(options)
 
 
 def _count(var: pyo.Var) -> int:
@@ -525,6 +564,7 @@ def build_config(
     _eq8_eq11_pool(m, sets)
     _eq12_eq16_spots(m, sets)
     _stay_spots(m, sets)
+    _kept_stay(m, sets)
     _eq6_eq7_host_cpu_ram(m, sets, fixed_at)
     z_keys = _eq5_same_host_leavers(m, sets)
     _symmetry_identical_hosts(m, sets)
@@ -653,9 +693,13 @@ def _units(
                 p = g.model.index(w.profile)
                 assert p is not None
                 held[p] += 1
-        if mode == "detailed" and movable_on[g.id]:
+        if mode in ("detailed", "kept") and movable_on[g.id]:
             configs = maximal_multisets(g.model, st, profiles[g.model.name])
-            units.append(_Unit(g.host, g.model, (g.id,), configs, tuple(held), bool(st.workloads), True))
+            unit = _Unit(g.host, g.model, (g.id,), configs, tuple(held), bool(st.workloads), True)
+            if mode == "kept":
+                stayers = _stayers(g.model, movable_on[g.id])
+                _keep_options(unit, st, profiles[g.model.name], stayers, prune=False)
+            units.append(unit)
             continue
         key: tuple[object, ...] = (g.host, g.model.name, st.mask, st.counts, st.media_used, tuple(held))
         if mode == "keep":  # and the stayers' own starts and weights
@@ -743,7 +787,7 @@ def _eq8_eq11_pool(m: pyo.ConcreteModel, sets: _Sets) -> None:
         stays_of[sets.shape_of[members[0]]].append(k)
     for c, shape in enumerate(sets.shapes):
         accepted = sum(m.A[k] for k, (cc, _) in enumerate(accept) if cc == c)
-        if sets.mode == "detailed":
+        if sets.mode in ("detailed", "kept"):
             leavers = sum(len(stays[k][1]) - m.K[k] for k in stays_of[c])
         elif sets.mode == "aggregate":
             leavers = len(shape.running)
@@ -782,6 +826,19 @@ def _stay_spots(m: pyo.ConcreteModel, sets: _Sets) -> None:
         m.stay_spots.add(
             sum(m.K[k] for k in ks) <= sum(cfg[pi] * m.N[ui, c] for c, cfg in enumerate(configs) if cfg[pi])
         )
+
+
+def _kept_stay(m: pyo.ConcreteModel, sets: _Sets) -> None:
+    """``kept_stay`` (kept variant): a named GPU's stayers of one class include those its option keeps."""
+    if sets.mode != "kept":
+        return
+    m.kept_stay = pyo.ConstraintList()
+    for k, (ui, members) in enumerate(sets.stays):
+        unit = sets.units[ui]
+        positions = {unit.stayers.index(_stayer(unit.model, sets.instance.workload(w))) for w in members}
+        kept = [(len(keep & positions), c) for c, keep in enumerate(unit.kept)]
+        if any(n for n, _ in kept):
+            m.kept_stay.add(m.K[k] >= sum(n * m.N[ui, c] for n, c in kept if n))
 
 
 def _eq6_eq7_host_cpu_ram(m: pyo.ConcreteModel, sets: _Sets, fixed_at: dict[str, tuple[str, int]]) -> None:
@@ -870,14 +927,17 @@ def _eq3_eq5_objectives(
         for h in instance.hosts
     )
     exprs: dict[str, Any] = {"acceptance": acceptance, "hardware": hardware}
-    if mode == "detailed":
+    if mode in ("detailed", "kept"):
         exprs.update(_eq5_leavers_moved(m, sets, z_keys))
+    if mode == "kept":
+        exprs.update(_kept_restarts(m, sets))
     elif mode == "restricted":
         exprs.update(migrations=0.0, restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
     elif mode == "keep":
         exprs.update(_keep_restarts(m, sets))
+    exact = {"keep": ("restarts", "restarted", "moved_memory_gb"), "kept": ("restarts", "restarted")}
     relaxed = frozenset(
-        n for n in ("restarts", "restarted", "moved_memory_gb") if n in exprs and mode != "keep"
+        n for n in ("restarts", "restarted", "moved_memory_gb") if n in exprs and n not in exact.get(mode, ())
     )
     if not any(s.running for s in sets.shapes):  # every running workload held in place: nothing moves
         exprs.update(migrations=0.0, restarts=0.0, restarted=0.0, moved_memory_gb=0.0)
@@ -914,3 +974,18 @@ def _keep_restarts(m: pyo.ConcreteModel, sets: _Sets) -> dict[str, Any]:
         "restarted": sum(cost[1] * n for cost, n in moved),
         "moved_memory_gb": 0.0,
     }
+
+
+def _kept_restarts(m: pyo.ConcreteModel, sets: _Sets) -> dict[str, Any]:
+    """The kept variant's restarts: per named GPU, its movable running workloads less those its
+    chosen option keeps on their own starts (all of them when the GPU is off)."""
+    restarts: list[Any] = []
+    restarted: list[Any] = []
+    for k, u in enumerate(sets.units):
+        if not u.named:
+            continue
+        delta = sum(st[2] for st in u.stayers)
+        restarts.append(delta - sum((delta - cost[0]) * m.N[k, c] for c, cost in enumerate(u.costs)))
+        n = len(u.stayers)
+        restarted.append(n - sum((n - cost[1]) * m.N[k, c] for c, cost in enumerate(u.costs)))
+    return {"restarts": sum(restarts), "restarted": sum(restarted)}
