@@ -8,10 +8,12 @@ from factories import INSTANCES
 import mipopt
 from mipopt.exact.driver import PRIORITIES, solve_exact
 from mipopt.exact.keep import keep_running
-from mipopt.instance import Budget, Objectives, Status
+from mipopt.exact.models.config import build_config
+from mipopt.instance import Budget, InstanceBuilder, Objectives, Status
 from mipopt.instance.summary import restart_warning
 from mipopt.io import load_instance
 from mipopt.verifier import evaluate, verify
+from mipopt.workloads import hard_instance
 from mipopt.workloads.ibm import ibm_instance
 
 MODELS = ["grmu", "grmu-slots", "grmu-paper"]
@@ -221,3 +223,47 @@ def test_the_keep_start_seeds_the_stages(monkeypatch: pytest.MonkeyPatch) -> Non
     assert report.valid and sol.status is Status.OPTIMAL
     assert report.objectives == plain == Objectives(100.0, 18.0, 0.0, 1.0)
     assert (events[0].stage, events[0].model) == ("acceptance", "keep")
+
+
+@pytest.mark.parametrize(
+    ("gpus", "seed", "migrations", "restarts"),
+    [(6, 0, 8.0, 2.0), (6, 3, 5.6, 1.4), (8, 2, 4.0, 1.0)],
+)
+def test_restarts_where_running_workloads_must_move_are_proven_by_the_kept_model(
+    gpus: int, seed: int, migrations: float, restarts: float
+) -> None:
+    """Hard-class instances whose optimum migrates: the restarts stage runs on the kept variant
+    (named GPUs choose the running workloads they keep on their own starts) and proves the slot
+    model's optimum, with no hand-off to it."""
+    inst = hard_instance(gpus, seed=seed)
+    found = {}
+    for model in ("grmu", "grmu-slots"):
+        sol = solve_exact(inst, model=model)
+        report = verify(inst, sol)
+        assert report.valid and sol.status is Status.OPTIMAL
+        found[model] = report.objectives
+        if model == "grmu":
+            assert {st.objective: st.model for st in sol.stages}["restarts"] == "kept"
+    assert found["grmu"] == found["grmu-slots"]
+    assert (found["grmu"].migrations, found["grmu"].restarts) == (migrations, restarts)
+
+
+def test_the_kept_model_offers_every_kept_set_with_its_restarts() -> None:
+    """One GPU with a 1g.10gb at 0 and a 3g.40gb at 4 (A100-80GB): the kept variant lists the
+    configurations around every kept set, the empty one too (a stayer may leave), each with the
+    restarts of the stayers it does not keep; the keep variant drops a set a larger one covers."""
+    b = InstanceBuilder("one")
+    b.add_host("h", {"g": "A100-80GB"})
+    b.add_workload("a", "1g.10gb", migration_weight=2.0, placement=("g", 0))
+    b.add_workload("b", "3g.40gb", migration_weight=1.0, placement=("g", 4))
+    b.add_workload("n", "7g.80gb")
+    inst = b.build()
+    kept = build_config(inst, mode="kept")
+    (unit,) = [u for u in kept.units if u.named]
+    options = set(zip(unit.kept, unit.costs, strict=True))
+    assert {k for k, _ in options} == {frozenset(), frozenset({0}), frozenset({1}), frozenset({0, 1})}
+    assert (frozenset(), (3.0, 2)) in options  # the 7g.80gb's configuration: both restart
+    seven = unit.model.profiles.index(unit.model.find("7g.80gb"))
+    assert any(cfg[seven] for cfg, keep in zip(unit.configs, unit.kept, strict=True) if not keep)
+    keep = build_config(inst, mode="keep")
+    assert len(keep.units[0].configs) < len(unit.configs)
