@@ -350,8 +350,12 @@ class Incumbent:
         return all(kept.holds(values[kept.name]) for kept in self.keeps)
 
     def key(self, values: dict[str, float]) -> tuple[float, ...]:
-        """Smaller is better: the objective's order, the other objectives after it."""
-        ordered = tuple(_sign(n) * values[n] for n in self.spec.order())
+        """Smaller is better: the objective's order, the other objectives after it; a stage kept
+        within a tolerance goes last (the later stages trade it for theirs, within the tolerance)."""
+        tolerant = {k.name for k in self.keeps if k.tolerance > 0}
+        order = self.spec.order()
+        names = [n for n in order if n not in tolerant] + [n for n in order if n in tolerant]
+        ordered = tuple(_sign(n) * values[n] for n in names)
         if self.spec.mode == "weighted":
             total = sum(
                 w * _sign(n) * values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)

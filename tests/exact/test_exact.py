@@ -152,6 +152,21 @@ def test_stages_are_reported_in_their_own_units() -> None:
     assert [(st.objective, st.value) for st in loose.stages] == [("acceptance", 8.0), ("hardware", 3.0)]
 
 
+def test_a_tolerance_lets_the_next_stage_trade_the_kept_objective() -> None:
+    """quickstart: with acceptance kept within 20 % of its optimum 8, hardware 5 is reached by
+    accepting 7; the answer the hardware stage decodes is taken though its acceptance is lower
+    (it was refused as worse, and the stage ended with termination error)."""
+    inst = load_instance(INSTANCES / "quickstart.json")
+    sol = solve_exact(inst, objective="lex:acceptance@0.2,hardware")
+    assert (sol.status, sol.termination) == (Status.OPTIMAL, Termination.OPTIMAL)
+    assert [(st.objective, st.value, st.proven) for st in sol.stages] == [
+        ("acceptance", 8.0, True),
+        ("hardware", 5.0, True),
+    ]
+    report = verify(inst, sol)
+    assert report.valid and (report.objectives.acceptance, report.objectives.hardware) == (7.0, 5.0)
+
+
 def _start_changes(inst: Instance, placed: dict[str, tuple[str, int]]) -> list[str]:
     return [
         w.id
