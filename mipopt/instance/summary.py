@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from mipopt.instance.types import REJECTION_CODES, Assignment, Instance, Rejection, Solution, Workload
@@ -210,10 +211,9 @@ def restart_warning(inst: Instance, sol: Solution) -> str | None:
         and sol.status.value != "optimal"
         and not any(st.objective == "restarts" and st.proven for st in sol.stages)
     )
-    how = (
-        "--max-restarts N bounds them, --priority disruption keeps them home unless a new workload "
-        "needs the room"
-    )
+    budget = re.search(r"at most (\d+) restarts", sol.method)  # the method names the budget it held
+    bounds = f"within the budget of {budget.group(1)}" if budget else "--max-restarts N bounds them"
+    how = f"{bounds}, --priority disruption keeps them home unless a new workload needs the room"
     if unproven:
         return f"warning: {restarted} of {len(inst.running)} running workloads restart, not proven the fewest; {how}"
     if restarted > RESTART_WARNING_SHARE * len(inst.running):

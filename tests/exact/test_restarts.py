@@ -121,6 +121,12 @@ def test_summary_warns_of_many_restarts() -> None:
     assert warning is not None and warning.startswith("warning: 3 of 5 running workloads restart")
     assert "--max-restarts N" in warning and "--priority disruption" in warning
     assert restart_warning(inst, mipopt.solve(inst, "ff")) is None
+    # within a budget the user gave, the warning says so rather than suggest one
+    held = mipopt.solve(inst, max_restarts=4)
+    assert restart_warning(inst, held) == (
+        "warning: 4 of 5 running workloads restart (more than 10 %); within the budget of 4, "
+        "--priority disruption keeps them home unless a new workload needs the room"
+    )
 
 
 def one_gpu_two_stayers() -> mipopt.Instance:
