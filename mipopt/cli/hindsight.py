@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from mipopt.cli.common import EXIT_OK, BadInput, flagged, positive, print_json
+from mipopt.cli.common import EXIT_OK, BadInput, count, flagged, positive, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="seconds per optimum, all included: building, warm starts, solving, decoding (default 60); a "
         "trace whose model alone takes longer to build is refused",
     )
-    p.add_argument("--threads", type=int, help="solver threads (default: the solver's)")
+    p.add_argument("--threads", type=count, metavar="N", help="solver threads (default: the solver's choice)")
     p.add_argument("--solver", choices=["highs", "cpsat"], default="highs", help="default highs")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run)

@@ -58,7 +58,7 @@ def test_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     ("argv", "message"),
     [
         (["--policy", "nope"], "mipopt: error: --policy: unknown policy 'nope'"),
-        (["--threads", "0"], "mipopt: error: --threads: must be at least 1, got 0"),
+        (["--threads", "0"], "mipopt hindsight: error: argument --threads: must be at least 1, got 0"),
     ],
 )
 def test_bad_input_is_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
