@@ -16,6 +16,14 @@ and how many go home to their GPU's twin. With ``tight`` (the default) rows that
 no integer point shrink the LP relaxation; they are what proves the 80-GPU cases
 (``benchmarks/README.md``, WPM section).
 
+A memory-sized workload (:attr:`~mipopt.instance.Workload.memory_gb`) counts at the smallest
+profile that fits it on each model (:meth:`~mipopt.instance.Instance.profile_on`). That loses
+nothing WPM's placement can reach when the smallest profile does all a larger one does: no more
+compute slices nor memory slots, every start of every larger fitting profile among its starts, and
+as many instances as fit (:func:`smallest_dominates`, true of every built-in model, which a test
+checks); an instance where it is not (a custom model) is refused in one line naming the workload.
+Only WPM's waste term (Eq. 2i-2k) could ever prefer a larger profile.
+
 A :class:`~mipopt.instance.Budget` adds two rows (``models/wpm.md``, "Budget"): the running
 workloads restarted (those that leave their GPU, and those that come home to their GPU's twin
 at another start) at most ``max_restarts``, the memory of those that leave at most
@@ -32,7 +40,7 @@ from itertools import pairwise
 
 import pyomo.environ as pyo
 
-from mipopt.catalog import GpuModel
+from mipopt.catalog import GpuModel, Profile
 from mipopt.errors import InstanceError
 from mipopt.exact.preprocess import gpu_partitions, placement_key, running_classes, workload_classes
 from mipopt.instance import Budget, Host, Instance, Workload
@@ -354,6 +362,55 @@ def _round_down(room: float, demands: list[float]) -> float:
     return g * math.floor(room / g + 1e-9) if g else room
 
 
+def smallest_dominates(fitting: tuple[Profile, ...]) -> Profile | None:
+    """None when the first (smallest) of ``fitting`` does all each later one does, else the
+    first later profile it does not: no more compute nor memory slots, each of its starts a
+    start of the smallest, and room for as many instances of the smallest as fit apart.
+
+    >>> from mipopt.catalog import get_model
+    >>> from mipopt.instance.types import fitting_profiles
+    >>> smallest_dominates(fitting_profiles(get_model("H100-80GB"), 10)) is None
+    True
+    """
+    if not fitting:
+        return None
+    p = fitting[0]
+    apart = _most_apart(p)
+    for q in fitting[1:]:
+        if q.compute < p.compute or q.memory_slots < p.memory_slots or not set(q.starts) <= set(p.starts):
+            return q
+        if p.max_instances < apart:
+            return q
+    return None
+
+
+def _most_apart(p: Profile) -> int:
+    """The most instances of ``p`` whose slots do not overlap (earliest end first is optimal on a line)."""
+    count, free_from = 0, 0
+    for start in sorted(p.starts, key=lambda s: s + p.memory_slots):
+        if start >= free_from:
+            count, free_from = count + 1, start + p.memory_slots
+    return count
+
+
+def _refuse_undominated(instance: Instance) -> None:
+    """Refuse, naming the workload, a memory-sized one whose smallest fitting profile on some
+    model of the instance does not do all a larger one does (module docstring)."""
+    for k, w in enumerate(instance.workloads):
+        if not w.memory_sized:
+            continue
+        for model in instance.models.values():
+            fitting = instance.profiles_on(w, model)
+            other = smallest_dominates(fitting)
+            if other is not None:
+                raise InstanceError(
+                    f"workloads[{k}].memory_gb",
+                    f"model wpm counts {w.id!r} at its smallest profile, {fitting[0].name}, which on "
+                    f"{model.name} does not do all {other.name} does (compute, slots, starts or count); "
+                    "use a model whose profile is a decision (grmu)",
+                )
+
+
 def _profile(instance: Instance, w: Workload, model: GpuModel) -> int | None:
     p = instance.profile_on(w, model)
     return None if p is None else model.profiles.index(p)
@@ -400,10 +457,13 @@ def build_wpm(
     Raises
     ------
     InstanceError
-        Naming ``use_case`` when it is unknown.
+        Naming ``use_case`` when it is unknown, and ``workloads[i].memory_gb`` for a
+        memory-sized workload whose smallest fitting profile does not do all a larger one does
+        (:func:`smallest_dominates`).
     """
     if use_case not in USE_CASES:
         raise InstanceError("use_case", f"unknown use case {use_case!r} (known: {', '.join(USE_CASES)})")
+    _refuse_undominated(instance)
     wt = weights or WpmWeights()
     moving = use_case != "initial"
     moving_ids = [w.id for w in instance.running if moving and not w.pinned]
