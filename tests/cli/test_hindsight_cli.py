@@ -58,10 +58,18 @@ def test_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     ("argv", "message"),
     [
         (["--policy", "nope"], "mipopt: error: --policy: unknown policy 'nope'"),
-        (["--threads", "0"], "mipopt hindsight: error: argument --threads: must be at least 1, got 0"),
     ],
 )
 def test_bad_input_is_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["hindsight", "--workload", SPEC, *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_threads_are_a_count_refused_as_solve_refuses_them(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["hindsight", "--workload", SPEC, "--threads", "0"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "mipopt hindsight: error: argument --threads: must be at least 1, got 0\n"
+    )
