@@ -704,15 +704,16 @@ def _reuse_idle(instance: Instance, solution: Solution) -> Solution:
     chosen (:func:`mipopt.state.idle.reuse_idle`); the objectives stay, the metrics are
     computed again."""
     placed = solution.placed()
-    moved = reuse_idle(instance, placed)
+    moved = reuse_idle(instance, placed, solution.profiles())
     if moved == placed:
         return solution
-    from mipopt.instance import Assignment
     from mipopt.verifier import evaluate
 
-    _, metrics = evaluate(instance, moved)
+    _, metrics = evaluate(instance, moved, solution.profiles())
     return replace(
         solution,
-        placements=tuple(Assignment(a.workload, *moved[a.workload]) for a in solution.placements),
+        placements=tuple(
+            replace(a, gpu=moved[a.workload][0], start=moved[a.workload][1]) for a in solution.placements
+        ),
         metrics={k: metrics.get(k, v) for k, v in solution.metrics.items()},
     )

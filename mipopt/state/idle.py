@@ -45,8 +45,11 @@ def idle_profile(instance: Instance, idle: IdleInstance) -> Profile:
     return profile
 
 
-def _profile(instance: Instance, workload: str, gpu: str) -> Profile:
-    profile = instance.profile_on(instance.workload(workload), instance.gpu(gpu).model)
+def _profile(instance: Instance, workload: str, gpu: str, chosen: Mapping[str, str] | None = None) -> Profile:
+    """The profile ``workload`` takes on ``gpu``: the one ``chosen`` for it, else its default."""
+    model = instance.gpu(gpu).model
+    name = None if chosen is None else chosen.get(workload)
+    profile = instance.profile_on(instance.workload(workload), model) if name is None else model.find(name)
     assert profile is not None
     return profile
 
@@ -100,9 +103,12 @@ def idle_fates(
     return tuple(out)
 
 
-def reuse_idle(instance: Instance, placed: Mapping[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+def reuse_idle(
+    instance: Instance, placed: Mapping[str, tuple[str, int]], profiles: Mapping[str, str] | None = None
+) -> dict[str, tuple[str, int]]:
     """``placed`` with each new workload moved, on the GPU its method chose, onto an idle
-    instance of its profile whose slots that placement leaves free.
+    instance of its profile whose slots that placement leaves free (``profiles``: those the
+    method chose for memory-sized workloads, the others take their default).
 
     The GPU, the profile and the instance's rules do not change, so neither do the
     objectives; the plan then creates nothing for the workloads moved. Workloads are taken
@@ -127,7 +133,7 @@ def reuse_idle(instance: Instance, placed: Mapping[str, tuple[str, int]]) -> dic
         if spot is None:
             continue
         gpu = spot[0]
-        profile = _profile(instance, w.id, gpu)
+        profile = _profile(instance, w.id, gpu, profiles)
         on = [
             k
             for k, i in enumerate(instance.idle)
@@ -136,7 +142,9 @@ def reuse_idle(instance: Instance, placed: Mapping[str, tuple[str, int]]) -> dic
         if on:
             taken.update(on)  # already on one
             continue
-        others = [(_profile(instance, o, g), s) for o, (g, s) in out.items() if g == gpu and o != w.id]
+        others = [
+            (_profile(instance, o, g, profiles), s) for o, (g, s) in out.items() if g == gpu and o != w.id
+        ]
         for k, idle in enumerate(instance.idle):
             if k in taken or idle.gpu != gpu or idle_profile(instance, idle) != profile:
                 continue

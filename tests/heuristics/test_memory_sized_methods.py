@@ -84,3 +84,17 @@ def test_solve_prints_the_chosen_profile_and_what_was_asked(capsys: pytest.Captu
     assert rows["train-35gb"].endswith("(sized >=35gb; larger than the smallest that fits, 3g.40gb)")
     assert rows["big-60gb"].split()[:2] == ["big-60gb", ">=60gb"]
     assert rows["named-1g"].split()[1] == "1g.10gb" and "sized" not in rows["named-1g"]
+
+
+def test_an_idle_instance_of_the_chosen_profile_is_reused_and_the_profile_kept() -> None:
+    """mipopt.solve moves a new workload onto an idle instance of its profile on the GPU chosen:
+    for a memory-sized one, of the profile chosen (here the smallest that fits, 1g.20gb)."""
+    b = InstanceBuilder("idle-mem")
+    b.add_host("h", gpus={"g": "H100-80GB"})
+    b.add_idle("g", "1g.20gb", 2, gpu_instance_id=3)  # ff alone would take 6
+    b.add_idle("g", "1g.10gb", 0, gpu_instance_id=4)
+    b.add_workload("chat", memory_gb=12)
+    inst = b.build()
+    sol = mipopt.solve(inst, "ff")
+    assert [(a.workload, a.gpu, a.start, a.profile) for a in sol.placements] == [("chat", "g", 2, "1g.20gb")]
+    assert verify(inst, sol).valid
