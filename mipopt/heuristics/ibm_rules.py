@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mipopt.heuristics.base import completed
-from mipopt.instance import Budget, Instance, Placement, Solution, Workload
+from mipopt.instance import Budget, Instance, Solution, Workload
 from mipopt.instance.budget import budget_note, disruption
 from mipopt.state.cluster import Cluster
 
@@ -467,7 +467,8 @@ def _joint(instance: Instance, budget: Budget | None) -> dict[str, tuple[str, in
     after = replace(
         instance,
         workloads=tuple(
-            replace(w, placement=Placement(*moved[w.id])) if w.id in moved else w for w in instance.workloads
+            replace(w, placement=instance.moved_to(w, *moved[w.id])) if w.id in moved else w
+            for w in instance.workloads
         ),
     )
     return _deployed(after)

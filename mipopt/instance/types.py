@@ -277,6 +277,22 @@ class Instance:
         fitting = self.profiles_on(workload, model)
         return fitting[0] if fitting else None
 
+    def moved_to(self, workload: Workload, gpu_id: str, start: int) -> Placement:
+        """The placement of ``workload`` run at ``gpu_id:start`` instead, at the profile it takes
+        there by default (:meth:`profile_on`): for a memory-sized one, named in the placement, so
+        that an instance built with it keeps the profile (a running one keeps its own on its
+        GPU's model).
+
+        >>> import mipopt
+        >>> inst = mipopt.load_instance("instances/memory_sized.json")
+        >>> inst.moved_to(inst.workload("train-35gb"), "h2-g0", 0)
+        Placement(gpu='h2-g0', start=0, gpu_instance_id=None, profile='7g.40gb')
+        """
+        if not workload.memory_sized:
+            return Placement(gpu_id, start)
+        profile = self.profile_on(workload, self._gpu[gpu_id].model)
+        return Placement(gpu_id, start, profile=None if profile is None else profile.name)
+
     def profiles_on(self, workload: Workload, model: GpuModel) -> tuple[Profile, ...]:
         """Every profile ``workload`` may take on ``model``, smallest first; ``()`` where it cannot run.
 

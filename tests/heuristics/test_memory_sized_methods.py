@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 from factories import INSTANCES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_adapter import limited_a100
 
 import mipopt
+from mipopt.catalog import get_model
 from mipopt.cli import main
 from mipopt.instance import InstanceBuilder
 from mipopt.registry import methods
@@ -98,3 +101,53 @@ def test_an_idle_instance_of_the_chosen_profile_is_reused_and_the_profile_kept()
     sol = mipopt.solve(inst, "ff")
     assert [(a.workload, a.gpu, a.start, a.profile) for a in sol.placements] == [("chat", "g", 2, "1g.20gb")]
     assert verify(inst, sol).valid
+
+
+@st.composite
+def memory_sized_instances(draw: st.DrawFn) -> mipopt.Instance:
+    """A few H100-80GB and A100-40GB GPUs; running workloads that ff placed at named profiles,
+    then asked again by memory (at most the profile's, so it may be larger than the smallest that
+    fits), running at that profile; new memory-sized requests and a named one."""
+    models = draw(st.lists(st.sampled_from(["H100-80GB", "A100-40GB"]), min_size=1, max_size=3))
+    b = InstanceBuilder("drawn")
+    for i, name in enumerate(models):
+        b.add_host(f"h{i}", gpus={f"h{i}-g0": name})
+    catalog = {m: get_model(m) for m in models}
+    names = sorted({p.name for m in catalog.values() for p in m.profiles if p.base and p.compute < 7})
+    for j, profile in enumerate(draw(st.lists(st.sampled_from(names), max_size=5))):
+        b.add_workload(f"r{j}", profile)
+    seed = b.build()
+    placed = mipopt.solve(seed, "ff")
+    running = []
+    for a in placed.placements:
+        profile = seed.gpu(a.gpu).model.profile(seed.workload(a.workload).profile)  # type: ignore[arg-type]
+        memory = draw(st.sampled_from([profile.memory_gb, profile.memory_gb / 2, 1.0]))
+        running.append((a.workload, memory, (a.gpu, a.start), profile.name))
+    c = InstanceBuilder("drawn")
+    for i, name in enumerate(models):
+        c.add_host(f"h{i}", gpus={f"h{i}-g0": name})
+    for wid, memory, where, profile in running:
+        c.add_workload(wid, memory_gb=memory, placement=where, running_profile=profile)
+    for j, memory in enumerate(
+        draw(st.lists(st.sampled_from([5, 8, 10, 12, 20, 30, 40]), min_size=1, max_size=6))
+    ):
+        c.add_workload(f"n{j}", memory_gb=memory, min_compute=draw(st.sampled_from([None, None, 2])))
+    c.add_workload("named", "1g.10gb")
+    return c.build()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=memory_sized_instances())
+def test_every_heuristic_verifies_on_drawn_memory_sized_instances(inst: mipopt.Instance) -> None:
+    for method in FAST:
+        sol = mipopt.solve(inst, method)
+        report = verify(inst, sol)
+        assert report.valid, (method, report.violations)
+        for a in sol.placements:
+            w = inst.workload(a.workload)
+            default = inst.profile_on(w, inst.gpu(a.gpu).model)
+            assert a.profile == (default.name if w.memory_sized else None), (method, a)
+
+
+#: Every heuristic but reopt, which solves an exact model per rejection (it runs on the example above).
+FAST = [m for m in HEURISTICS if not m.startswith("reopt")]
