@@ -75,7 +75,7 @@ POLICIES = (
     "wf-bi",
     "mfi",
     "lb",
-    "ibm-initial",
+    "ibm-initial-online",
     "adapter(mfi)",
 )
 TARGET_S = {"decision": 1e-3, "alibaba": 3.0, "fbk": 30.0}

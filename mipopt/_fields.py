@@ -238,54 +238,11 @@ def unique_ids(items: list[Any], path: str, key: str = "id") -> None:
 
 
 def parse_options(text: str | None, path: str) -> dict[str, Any]:
-    """``key=value,key=value`` options of a spec (``grmu:heavy=0.3``) as keyword arguments.
+    """``key=value,...`` options of a spec, values guessed: :func:`mipopt.specs.parse_options`
+    (the one grammar of spec strings; kept here for the callers that import it from here)."""
+    from mipopt.specs import parse_options as by_grammar
 
-    Values become booleans (true/false, on/off, yes/no), None (none or empty), ints,
-    floats, or stay strings; dashes in keys become underscores.
-
-    Raises
-    ------
-    InstanceError
-        Naming ``path`` when an item is not ``key=value``, an option is given twice (which one
-        would count is a guess), or a number is ``nan``.
-
-    Examples
-    --------
-    >>> parse_options("gpus=4,load=0.9", "workload")
-    {'gpus': 4, 'load': 0.9}
-    >>> parse_options("gpus=4,gpus=8", "workload")
-    Traceback (most recent call last):
-    ...
-    mipopt.errors.InstanceError: workload: option 'gpus' is given twice
-    """
-    out: dict[str, Any] = {}
-    for item in filter(None, (text or "").split(",")):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InstanceError(path, f"option {shown(item)} is not key=value")
-        key = key.strip().replace("-", "_")
-        if key in out:
-            raise InstanceError(path, f"option {shown(key)} is given twice")
-        out[key] = _option_value(value.strip())
-        if out[key] != out[key]:  # nan
-            raise InstanceError(path, f"option {shown(key)} is nan, not a number")
-    return out
-
-
-def _option_value(text: str) -> Any:
-    lowered = text.lower()
-    if lowered in ("true", "on", "yes"):
-        return True
-    if lowered in ("false", "off", "no"):
-        return False
-    if lowered in ("none", ""):
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+    return by_grammar(text, path)
 
 
 # --- arguments of library calls: a wrong type is a ParameterTypeError (a TypeError too), a

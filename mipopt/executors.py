@@ -17,6 +17,9 @@ the jobs were given, so a study's rows are the same whatever the executor:
 ``ray:local[:N]``                a local Ray instance with ``N`` CPUs (default one per CPU)
 ===============================  =================================================================
 
+The same with options by the grammar of every spec (:mod:`mipopt.specs`): ``local:workers=4``,
+``dask:workers=2``, ``dask:address=10.0.0.5:8786``, ``ray:address=head:10001``.
+
 On a cluster, every worker needs the same mipopt (and its pinned solvers) installed: a job is
 sent as a reference to its function, which the worker imports.
 
@@ -46,6 +49,7 @@ from typing import Any, TypeVar
 
 from mipopt._signals import held_signals
 from mipopt.errors import InstanceError
+from mipopt.specs import bind_options, parse_spec
 
 __all__ = [
     "KINDS",
@@ -137,6 +141,8 @@ def parse_executor(spec: str | ExecutorSpec, path: str = "executor") -> Executor
     if isinstance(spec, ExecutorSpec):
         return spec
     text = str(spec).strip()
+    if "=" in text:  # options by the grammar of every spec: local:workers=4, dask:address=HOST:PORT
+        return _by_options(text, path)
     kind, sep, rest = text.partition("://")
     if sep:
         if kind not in ("dask", "ray"):
@@ -156,6 +162,45 @@ def parse_executor(spec: str | ExecutorSpec, path: str = "executor") -> Executor
             raise InstanceError(path, f"{text!r}: give {kind}:local[:N] or {kind}://HOST:PORT")
         return ExecutorSpec(kind, workers=_workers(n, f"{kind}:local:N", path) if n else None)
     raise InstanceError(path, f"unknown executor {text!r} (known: {FORMS})")
+
+
+def _serial() -> None:
+    """``serial`` takes no option."""
+
+
+def _local(workers: int | None = None) -> None:
+    """``local:workers=N``."""
+
+
+def _remote(workers: int | None = None, address: str | None = None) -> None:
+    """``dask:workers=N`` (a local cluster), ``dask:address=HOST:PORT``; ``ray`` likewise."""
+
+
+#: What each kind takes as ``key=value`` options (:func:`mipopt.specs.bind_options` reads them).
+_OPTIONS: dict[str, Callable[..., None]] = {
+    "serial": _serial,
+    "local": _local,
+    "dask": _remote,
+    "ray": _remote,
+}
+
+
+def _by_options(text: str, path: str) -> ExecutorSpec:
+    """A spec with ``key=value`` options (:mod:`mipopt.specs`), the same executors as the short forms."""
+    parsed = parse_spec(text, path)
+    if parsed.name not in _OPTIONS or parsed.inner is not None:
+        raise InstanceError(path, f"unknown executor {text!r} (known: {FORMS})")
+    options = bind_options(parsed, _OPTIONS[parsed.name], path, "executor")
+    workers, address = options.get("workers"), options.get("address")
+    if workers is not None and workers < 1:
+        raise InstanceError(path, f"{parsed.name}:workers=N needs N >= 1, got {workers}")
+    if address is not None:
+        if workers is not None:
+            raise InstanceError(
+                path, f"{text!r}: a remote cluster's workers are its own; give address or workers"
+            )
+        return parse_executor(f"{parsed.name}://{address}", path)
+    return ExecutorSpec(parsed.name, workers=workers)
 
 
 class Executor:

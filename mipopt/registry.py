@@ -22,7 +22,6 @@ Examples
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -35,7 +34,7 @@ from mipopt.errors import InstanceError, ParameterTypeError, UnknownMethodError
 from mipopt.executors import capped_threads
 from mipopt.instance import Budget, Instance, Solution
 from mipopt.io import instance_argument
-from mipopt.limits import MAX_SPEC_CHARS, beyond
+from mipopt.specs import Spec, option_list, parse_spec
 from mipopt.state.idle import reuse_idle
 
 if TYPE_CHECKING:
@@ -287,7 +286,7 @@ def _policy_options(policy: Policy) -> tuple[str, ...]:
 
 def _table() -> dict[str, MethodSpec]:
     """Every method by name, in the order the docs list them."""
-    from mipopt.heuristics.policies import make_policy, policy_names
+    from mipopt.heuristics.policies import POLICIES, make_policy
 
     specs = [
         _exact_spec(
@@ -340,16 +339,14 @@ def _table() -> dict[str, MethodSpec]:
             moves=True,
         ),
     ]
-    for policy in policy_names():
+    for policy in POLICIES:
         if policy == "adapter":
             continue
-        # the batch rule is ibm-initial; the online rule, one arrival at a time, is ibm-initial-online
-        name = f"{policy}-online" if policy == "ibm-initial" else policy
         made = make_policy(policy)
         summary = f"online policy: {made.describe()}"
         specs.append(
             MethodSpec(
-                name,
+                policy,
                 "heuristic",
                 summary,
                 _policy_options(made),
@@ -380,30 +377,51 @@ def methods() -> list[MethodSpec]:
     return list(_methods().values())
 
 
+#: The options of an exact method its name may carry (``exact:model=wpm``).
+NAME_OPTIONS = ("model", "objective", "use_case", "solver")
+
+
 def methods_text() -> str:
     """The table of methods as text, two lines each: ``mipopt solve --list-methods`` prints it,
-    ``docs/methods.md`` holds it.
+    ``docs/methods.md`` holds it. ``options`` are the keyword options of :func:`solve` (the
+    command's flags); ``in the name`` those a name carries (``grmu:heavy=0.5``), with their
+    defaults, from :data:`mipopt.heuristics.policies.POLICIES` for the policies.
 
     Examples
     --------
     >>> print(methods_text().splitlines()[-2])
     adapter(<policy>)    heuristic  MIG-Adapter around any online policy, e.g. adapter(ff)
     """
-    rows = [
-        (m.name, m.kind, m.summary, [o for o in m.options if o not in ("stop", "deadline")])
-        for m in methods()
-    ]
-    rows.append(
-        ("adapter(<policy>)", "heuristic", "MIG-Adapter around any online policy, e.g. adapter(ff)", ["seed"])
-    )
+    from mipopt.heuristics.adapter import Adapter
+    from mipopt.heuristics.policies import POLICIES, WRAPPERS
+
+    Row = tuple[str, str, str, tuple[str, ...], str]
+    rows: list[Row] = []
+    for m in [*methods(), None]:
+        row: Row
+        if m is None:  # adapter(<policy>) is made from its spec, not listed by methods()
+            summary = "MIG-Adapter around any online policy, e.g. adapter(ff)"
+            row = ("adapter(<policy>)", "heuristic", summary, ("seed",), option_list(Adapter, ("inner",)))
+        elif m.kind == "exact":
+            row = (
+                m.name,
+                m.kind,
+                m.summary,
+                m.options,
+                ", ".join(o for o in NAME_OPTIONS if o not in m.preset),
+            )
+        else:
+            named = "" if m.policy is None else option_list(POLICIES[m.policy])
+            if m.policy in WRAPPERS:
+                named = f"{named} (or {m.policy}(<policy>))"
+            row = (m.name, m.kind, m.summary, m.options, named)
+        rows.append(row)
     lines = []
-    for name, kind, summary, options in rows:
+    for name, kind, summary, options, named in rows:
+        listed = ", ".join(o for o in options if o not in ("stop", "deadline")) or "-"
         lines.append(f"{name:<20} {kind:<10} {summary}")
-        lines.append(f"{'':<31} options: {', '.join(options) or '-'}")
+        lines.append(f"{'':<31} options: {listed}" + (f"; in the name: {named}" if named else ""))
     return "\n".join(lines)
-
-
-_SPEC = re.compile(r"^(?P<name>[a-z0-9-]+|adapter\(.+\))(?::(?P<options>.*))?$")
 
 
 def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
@@ -412,10 +430,12 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
     Parameters
     ----------
     spec
-        A name of :func:`methods`, with options after a colon: ``grmu:heavy=0.3`` (a policy's
-        own options), ``exact:model=wpm,use_case=initial`` (an exact method's), or
-        ``adapter(<policy>)``; or a :class:`~mipopt.heuristics.online.Policy` object (yours, or
-        one of :func:`mipopt.make_policy`), run in batch as a named policy is.
+        A name of :func:`methods`, with options after a colon by the grammar of
+        :mod:`mipopt.specs`: ``grmu:heavy=0.3`` (a policy's own options),
+        ``exact:model=wpm,use_case=initial`` (an exact method's), ``adapter(<policy>)``,
+        ``reopt(<policy>)``; or a :class:`~mipopt.heuristics.online.Policy` object (yours, or
+        one of :func:`mipopt.make_policy`), run in batch as a named policy is. A policy's name
+        means the same here as in :func:`mipopt.simulate` (``ibm-initial-online``).
     path
         What to name in errors (``method``; the CLI passes ``--method``).
 
@@ -426,7 +446,8 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
     ParameterTypeError
         Naming ``path``: neither a name nor a policy.
     InstanceError
-        Naming ``path``: an unknown option.
+        Naming ``path``: an option the name may not carry (naming those it may), a value it cannot
+        read, a malformed spec.
 
     Examples
     --------
@@ -442,49 +463,45 @@ def get_method(spec: str | Policy, path: str = "method") -> MethodSpec:
     """
     if not isinstance(spec, str):
         return _policy_method(spec, path)
-    table = _methods()
-    spec = spec.strip()
-    if len(spec) > MAX_SPEC_CHARS:
-        raise InstanceError(path, f"{beyond(len(spec), 'characters', MAX_SPEC_CHARS)}: {shown(spec[:40])}...")
-    match = _SPEC.match(spec)
-    name = match["name"] if match else spec
-    if name in table and table[name].kind == "exact":
-        base = table[name]
-        given = _exact_options(match["options"] if match else None, base, path)
-        preset = {**base.preset, **given}
-        return replace(
-            base,
-            name=spec,
-            preset=preset,
-            options=tuple(o for o in base.options if o not in given),
-            moves=_exact_moves(preset),
-        )
-    if name in table and table[name].policy is not None and match and match["options"] is None:
-        return table[name]
-    if name in table and table[name].policy is None:
-        if match and match["options"]:
-            raise InstanceError(path, f"method {name} takes no options in its name, got {shown(spec)}")
-        return table[name]
-    # a policy whose method name differs from its policy name (ibm-initial-online), also inside adapter(...)
-    policy = spec
-    for method in table.values():
-        if method.policy is not None and method.name != method.policy:
-            policy = re.sub(rf"(?<![\w-]){re.escape(method.name)}(?![\w-])", method.policy, policy)
-    base_name = re.split(r"[:(]", policy, maxsplit=1)[0]
-    policies = {s.policy for s in table.values() if s.policy} | {"adapter"}
-    if base_name not in policies:
-        known = ", ".join(table)
-        raise UnknownMethodError(path, f"unknown method {shown(spec)} (known: {known}, adapter(<policy>))")
-    from mipopt.heuristics.policies import make_policy
+    from mipopt.heuristics.policies import POLICIES, RENAMED, make_policy
 
-    made = make_policy(policy, path)  # bad policy options fail here, naming path
+    parsed = parse_spec(spec, path)
+    spec = spec.strip()
+    table = _methods()
+    base = table.get(parsed.name)
+    if base is not None and base.policy is None:
+        if parsed.inner is not None:
+            raise InstanceError(path, f"method {base.name} wraps no policy: {shown(spec)}")
+        if base.kind == "exact":
+            given = _exact_options(parsed, base, path)
+            preset = {**base.preset, **given}
+            return replace(
+                base,
+                name=spec,
+                preset=preset,
+                options=tuple(o for o in base.options if o not in given),
+                moves=_exact_moves(preset),
+            )
+        if parsed.options:
+            raise InstanceError(path, f"method {base.name} takes no options in its name, got {shown(spec)}")
+        return base
+    if parsed.name not in POLICIES:
+        if parsed.name in RENAMED:  # a name the online policies had: one line saying what it is now
+            raise UnknownMethodError(path, RENAMED[parsed.name])
+        known = ", ".join(table)
+        raise UnknownMethodError(
+            path, f"unknown method {shown(spec)} (known: {known}, adapter(<policy>), reopt(<policy>))"
+        )
+    if base is not None and parsed == Spec(parsed.name):
+        return base
+    made = make_policy(parsed, path)  # bad policy options fail here, naming path
     return MethodSpec(
         spec,
         "heuristic",
         f"online policy: {made.describe()}",
         _policy_options(made),
-        _policy(policy),
-        policy=policy,
+        _policy(spec),
+        policy=spec,
         moves=_policy_moves(made),
     )
 
@@ -509,30 +526,20 @@ def _policy_method(policy: object, path: str) -> MethodSpec:
     return MethodSpec(name, "heuristic", summary, options, run, policy=name, moves=_policy_moves(policy))
 
 
-def _exact_options(text: str | None, base: MethodSpec, path: str) -> dict[str, Any]:
-    """``key=value`` options in an exact method's name; a piece without ``=`` continues the
-    value before it (``objective=lex:acceptance,hardware``); an option given twice is refused."""
-    pairs: list[list[str]] = []
-    for piece in (text or "").split(","):
-        if "=" in piece:
-            pairs.append(piece.split("=", 1))
-        elif pairs:
-            pairs[-1][1] += "," + piece
-        elif piece.strip():
-            raise InstanceError(path, f"expected key=value options after {base.name}:, got {shown(piece)}")
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        key = key.strip()
-        if key not in ("model", "objective", "use_case", "solver"):
+def _exact_options(spec: Spec, base: MethodSpec, path: str) -> dict[str, Any]:
+    """The options an exact method's name carries (``exact:model=wpm``): those of :data:`NAME_OPTIONS`
+    its name does not already set, as text."""
+    allowed = [o for o in NAME_OPTIONS if o not in base.preset]
+    for key in spec.options:
+        if key in base.preset:
+            raise InstanceError(path, f"method {base.name} sets {key} itself ({key}={base.preset[key]!r})")
+        if key not in allowed:
+            listed = ", ".join(allowed)
             raise InstanceError(
-                path, f"{base.name} takes model, objective, use_case or solver in its name, got {shown(key)}"
+                path,
+                f"method {base.name} has no option {shown(key)} in its name (its options there: {listed})",
             )
-        if key in out:
-            raise InstanceError(
-                path, f"option {key} is given twice in {shown(base.name + ':' + (text or ''))}"
-            )
-        out[key] = value.strip()
-    return out
+    return dict(spec.options)
 
 
 def solve(

@@ -476,7 +476,10 @@ def test_cli_generated_json(capsys: Capsys) -> None:
         ((str(FIG2B), "--methods", "ff,ff"), "--methods: method 'ff' is named twice"),
         ((str(FIG2B), "--methods", ","), "--methods: no method named; give e.g. ff,mfi or all"),
         ((str(FIG2B), "--methods", "nope"), "--methods: unknown method 'nope' (known: exact, "),
-        ((str(FIG2B), "--methods", "grmu:bogus=1"), "--methods: policy 'grmu:bogus=1': "),
+        (
+            (str(FIG2B), "--methods", "grmu:bogus=1"),
+            "--methods: policy grmu has no option 'bogus' (its options: heavy, defrag, consolidation, release)",
+        ),
         (("missing.json",), "missing.json: cannot read missing.json"),
     ],
 )

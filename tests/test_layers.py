@@ -16,7 +16,7 @@ PACKAGE = ROOT / "mipopt"
 
 #: Bottom up: each layer's top-level names under ``mipopt`` ("" is the package root, the public API).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "_fields", "_signals", "limits"),
+    ("errors", "_fields", "_signals", "limits", "specs"),
     ("catalog",),
     ("geometry",),
     ("instance", "io", "executors", "examples"),

@@ -25,7 +25,7 @@ def test_docs_hold_the_table() -> None:
 
 def test_names_are_unique_and_kinds_are_two() -> None:
     names = [m.name for m in methods()]
-    assert len(names) == len(set(names)) == 2 + 5 + 13
+    assert len(names) == len(set(names)) == 2 + 5 + 15
     assert {m.kind for m in methods()} == {"exact", "heuristic"}
     assert "first-fit" not in names and "load-balanced" not in names  # the policies ff and lb
 
@@ -55,8 +55,17 @@ def test_every_heuristic_gives_a_verified_solution(name: str, fbk_fig3: mipopt.I
             "model: method exact:model=grmu-paper sets model itself",
         ),
         ("nope", {}, "method: unknown method 'nope' (known: exact, exact-initial, "),
-        ("grmu:nope=1", {}, "method: policy 'grmu:nope=1'"),
-        ("exact:color=red", {}, "method: exact takes model, objective, use_case or solver in its name"),
+        (
+            "grmu:nope=1",
+            {},
+            "method: policy grmu has no option 'nope' (its options: heavy, defrag, consolidation, release)",
+        ),
+        (
+            "exact:color=red",
+            {},
+            "method: method exact has no option 'color' in its name (its options there: model, objective, "
+            "use_case, solver)",
+        ),
         ("exact", {"model": "tight"}, "model: unknown model 'tight'"),
         ("exact", {"warm_start": "ff"}, "warm_start: expected a Solution, True or False, got str"),
     ],

@@ -207,7 +207,7 @@ def test_importing_the_command_leaves_ctrl_c_to_python() -> None:
         ("1,000,000", "mipopt.limits.MAX_REQUESTS", 1_000_000),
         ("10,000", "mipopt.limits.MAX_RUNS", 10_000),
         ("1,000 characters", "mipopt.limits.MAX_SPEC_CHARS", 1_000),
-        ("at most 4 deep", "mipopt.heuristics.policies.MAX_ADAPTER_DEPTH", 4),
+        ("at most 4 deep", "mipopt.specs.MAX_DEPTH", 4),
         ("from 0 to 10^9", "mipopt.exact.driver.MAX_WEIGHT", 1e9),
         ("from 0 to 2^63 - 1, Kubernetes' own int64", "mipopt.interop.kubernetes.MAX_QUANTITY", 2**63 - 1),
         ("64 MiB", "mipopt.interop.nvidia_smi.MAX_TEXT_BYTES", 64 * 2**20),

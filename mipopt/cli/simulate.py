@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from mipopt._fields import parse_options
 from mipopt.cli.common import (
@@ -21,6 +22,22 @@ from mipopt.cli.common import _number as number
 from mipopt.cli.outputs import Outputs
 from mipopt.errors import InstanceError
 
+#: The epilog of ``mipopt simulate --help``, followed there by the table of policies.
+POLICY_LIST = "policies (--policy NAME[:KEY=VALUE,...]) and their options, with the defaults:"
+
+
+class PolicyListHelp(argparse.RawDescriptionHelpFormatter):
+    """Help that lists every policy with its options (:func:`mipopt.heuristics.policies.policies_text`),
+    read from the one table of policies only when help is printed (it imports the heuristics)."""
+
+    def add_text(self, text: str | None) -> None:
+        if text == POLICY_LIST:
+            from mipopt.heuristics.policies import policies_text
+
+            text = text + "\n" + textwrap.indent(policies_text(), "  ")
+        super().add_text(text)
+
+
 #: ``--queue-timeout``: a positive time, or inf (an unbounded queue).
 timeout = number(float, "a positive time or inf", lambda v: v > 0)
 
@@ -29,7 +46,12 @@ OUT_FILES = ("series.csv", "summary.csv", "series.png", "jobs.csv")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("simulate", help="replay arrivals and departures under online policies")
+    p = sub.add_parser(
+        "simulate",
+        help="replay arrivals and departures under online policies",
+        formatter_class=PolicyListHelp,
+        epilog=POLICY_LIST,
+    )
     p.add_argument(
         "--workload",
         required=True,
@@ -45,9 +67,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--policy",
         action="append",
         required=True,
-        metavar="NAME",
-        help="repeatable: ff, bf, mcc, mecc, grmu[:heavy=...], ff-agnostic, rr, bf-bi, wf-bi, mfi, lb, "
-        "ibm-initial, adapter(<policy>)",
+        metavar="SPEC",
+        help="repeatable: a policy of the list below, with options after a colon (grmu:heavy=0.5, "
+        "ff:start=lowest) or wrapped (adapter(ff), reopt(mfi)); the same names as solve --method",
     )
     p.add_argument("--runs", type=run_count, default=1, help="traces of seeds S .. S+N-1 (default 1)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")

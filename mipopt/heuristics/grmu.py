@@ -32,6 +32,7 @@ import numpy.typing as npt
 from mipopt.catalog import GpuModel
 from mipopt.geometry import NO_START, GeometryTables, tables_for
 from mipopt.heuristics.online import Decision, Policy
+from mipopt.heuristics.packing import NameOrder, first_by_name
 from mipopt.instance import Workload
 from mipopt.state.cluster import Cluster, Group, Relocation
 
@@ -102,11 +103,32 @@ def best_gpu(cluster: Cluster, w: Workload, score: Score) -> Decision:
 
 
 class FirstFit(Policy):
-    """GRMU ff: hosts and GPUs in order, the first GPU where the profile fits, driver default start."""
+    """GRMU ff: hosts and GPUs in order, the first GPU where the profile fits, driver default start.
+
+    Parameters
+    ----------
+    start
+        ``default`` (GRMU's): the driver's default start, GPUs in instance order; ``lowest``:
+        MIGBench's first fit, the first legal (host id, GPU index on its host, lowest start)
+        (:func:`mipopt.heuristics.packing.first_by_name`).
+    """
 
     name = "ff"
 
+    def __init__(self, start: str = "default") -> None:
+        if start not in ("default", "lowest"):
+            raise TypeError(f"start must be default or lowest, got {start!r}")
+        self.lowest = start == "lowest"  # not self.start: Policy.start is the replay's first call
+        self._order = NameOrder()
+
+    def describe(self) -> str:
+        if self.lowest:
+            return "MIGBench first fit: the first legal host (by id), GPU on it, lowest start."
+        return super().describe()
+
     def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
+        if self.lowest:
+            return first_by_name(cluster, w, self._order)
         start = default_starts(cluster, w)
         ok = np.flatnonzero(start >= 0)
         return None if ok.size == 0 else (int(ok[0]), int(start[ok[0]]))

@@ -15,7 +15,7 @@ IBM WPM paper (Turkkan et al.):
 
 * ``lb``: the resource-based load-balancing baseline of section 5.1, one arrival at a
   time (:class:`LoadBalanced`);
-* ``ibm-initial``: the rule-based initial deployment of section 4.2, Steps 2 and 3 per
+* ``ibm-initial-online``: the rule-based initial deployment of section 4.2, Steps 2 and 3 per
   arrival (:class:`IbmInitial`; Step 1's sort has one workload to sort).
 
 Every decision is a few numpy operations over all GPUs: the per-state geometry tables
@@ -297,7 +297,7 @@ class IbmInitial(Policy):
     first) does not apply to a single arrival; a batch run keeps the file order.
     """
 
-    name = "ibm-initial"
+    name = "ibm-initial-online"
 
     def choose(self, cluster: Cluster, w: Workload, now: float) -> Decision:
         return _ibm_choose(cluster, w, np.ones(len(cluster.mask), dtype=bool))

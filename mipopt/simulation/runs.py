@@ -9,7 +9,6 @@ policy, so policies always meet the same requests.
 
 from __future__ import annotations
 
-import inspect
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,14 +17,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mipopt._fields import parse_options, shown
+from mipopt._fields import shown
 from mipopt.errors import InstanceError
 from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.heuristics.policies import make_policy
 from mipopt.instance.trace import Trace
 from mipopt.io import write_atomic
-from mipopt.limits import MAX_RUNS, MAX_SPEC_CHARS, beyond
+from mipopt.limits import MAX_RUNS, beyond
 from mipopt.simulation.engine import on_grid, simulate
+from mipopt.specs import bind_options, parse_spec, takes
 
 __all__ = [
     "SOURCES",
@@ -69,20 +69,19 @@ def make_trace(spec: str, seed: int, path: str = "workload") -> Trace:
         Naming ``path`` on an unknown source or option, an option given twice, a bad value, or
         a size beyond ``docs/limits.md`` (GPUs, requests drawn, the spec's length).
     """
-    if len(spec) > MAX_SPEC_CHARS:
-        raise InstanceError(path, f"{beyond(len(spec), 'characters', MAX_SPEC_CHARS)}: {shown(spec[:40])}...")
-    name, _, text = spec.partition(":")
+    parsed = parse_spec(spec, path)
     sources = _sources()
-    if name not in sources:
-        raise InstanceError(path, f"unknown workload {shown(name)} (known: {', '.join(sorted(sources))})")
-    factory = sources[name]
-    options = parse_options(text, path)
-    params = inspect.signature(factory).parameters
-    unknown = sorted(set(options) - set(params))
-    if unknown:
-        known = ", ".join(p for p in params if p != "seed")
-        raise InstanceError(path, f"workload {name!r} has no option {shown(unknown[0])} (options: {known})")
-    if "seed" in params:
+    if parsed.name not in sources or parsed.inner is not None:
+        raise InstanceError(
+            path, f"unknown workload {shown(parsed.name)} (known: {', '.join(sorted(sources))})"
+        )
+    factory = sources[parsed.name]
+    if "seed" in parsed.options:  # run r replays seed + r: a seed in the spec would be overruled
+        raise InstanceError(
+            path, f"workload {parsed.name} takes its seed from the run (--seed, seed=), not its spec"
+        )
+    options = bind_options(parsed, factory, path, "workload", skip=("seed",))
+    if "seed" in takes(factory):
         options["seed"] = seed
     try:
         return factory(**options)

@@ -116,7 +116,7 @@ def test_load_balanced_and_ibm_initial_take_opposite_gpus() -> None:
     # g0: 1g.10gb (joint use 2 of 15), g1: 2g.20gb (4 of 15)
     c = cluster_of(2, [("a", "1g.10gb", 0, 0), ("b", "2g.20gb", 1, 0)], ["1g.10gb"])
     assert decide("lb", c) == (0, 1)  # least utilized, lowest free index
-    assert decide("ibm-initial", c) == (1, 6)  # most utilized after assignment, Table 1 start
+    assert decide("ibm-initial-online", c) == (1, 6)  # most utilized after assignment, Table 1 start
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def snapshot() -> Instance:
         ("wf-bi", 42.0, 25),
         ("mfi", 49.0, 26),
         ("lb", 38.0, 24),
-        ("ibm-initial", 49.0, 26),
+        ("ibm-initial-online", 49.0, 26),
     ],
 )
 def test_batch_solutions_pass_the_verifier(

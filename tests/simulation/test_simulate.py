@@ -165,7 +165,7 @@ def test_bad_traces_are_rejected() -> None:
 
 
 @pytest.mark.parametrize("spec", ["ff", "bf", "mcc", "mecc", "grmu", "grmu:consolidation=5", "ff-agnostic", "rr",
-                                  "bf-bi", "wf-bi", "mfi", "lb", "ibm-initial", "adapter(mfi)"])  # fmt: skip
+                                  "bf-bi", "wf-bi", "mfi", "lb", "ibm-initial-online", "adapter(mfi)"])  # fmt: skip
 def test_every_policy_keeps_every_state_valid(spec: str) -> None:
     from mipopt.heuristics.policies import make_policy
     from mipopt.workloads import fbk_trace
@@ -200,4 +200,7 @@ def test_cli_simulate_writes_series_summary_and_plot(tmp_path, capsys) -> None: 
     assert len(jobs) == 4 * 60 and (jobs["wait"].dropna() == 0).all()  # no queue: decided at arrival
     assert jobs["decision"].notna().sum() == sum(r["accepted"] for r in data["summary"])
     assert main(["simulate", "--workload", "fbk:colour=red", "--policy", "mfi"]) == 2
-    assert "--workload: workload 'fbk' has no option 'colour'" in capsys.readouterr().err
+    assert (
+        "--workload: workload fbk has no option 'colour' (its options: gpus, distribution, "
+        in capsys.readouterr().err
+    )
