@@ -37,7 +37,7 @@ def test_migbench_benchmark_small(tmp_path: Path) -> None:
     assert "| **HAMi v2.10.0** (published) | 6.624 | 75.48 | 49.1 | 3.1 |" in text
     assert "| floor of the trace (bound) | 1.844 |" in text
     assert "the v3 trace's first 60 jobs" in text
-    assert "| makespan | `" in text and "burst (seed 1, 60 jobs)" in text
+    assert "| makespan | `" in text and "burst (1 seed, 60 jobs)" in text
     assert (tmp_path / "migbench.png").stat().st_size > 10_000
     assert [digest(p) for p in committed] == before
 
