@@ -9,10 +9,12 @@ the smallest fitting profile; every policy in batch, checked by the verifier.
 from __future__ import annotations
 
 import pytest
+from factories import instances
+from hypothesis import given, settings
 
 import mipopt
 from mipopt.heuristics.policies import make_policy
-from mipopt.instance import Instance, InstanceBuilder
+from mipopt.instance import Instance, InstanceBuilder, Workload
 from mipopt.state.cluster import Cluster
 
 H100 = "H100-80GB"
@@ -100,3 +102,39 @@ def test_ff_start_takes_default_or_lowest() -> None:
         == "--policy: policy 'ff:start=highest': start must be default or lowest, got 'highest'"
     )
     assert make_policy("ff:start=lowest").describe().startswith("MIGBench first fit")
+
+
+# --- every decision is MIGBench's sort of its candidate list, on random instances
+
+
+def migbench_choice(cluster: Cluster, w: Workload, free_sign: int) -> tuple[int, int] | None:
+    """adapter.go's Choose, literally: every (GPU, start) where the profile fits by the occupancy's
+    own rule (``fits_at``), sorted by (free_sign x free compute slices, host id, GPU index on its
+    host, start); free slices counted from the workloads on the GPU."""
+    inst = cluster.instance
+    index = {g.id: [x.id for x in inst.gpus if x.host == g.host].index(g.id) for g in inst.gpus}
+    candidates = []
+    for k, gpu in enumerate(inst.gpus):
+        profile = inst.profile_on(w, gpu.model)
+        if profile is None or (w.gpu_models is not None and gpu.model.name not in w.gpu_models):
+            continue
+        p = gpu.model.profiles.index(profile)
+        held = sum(cluster.occupied_profile(wid).compute for wid in cluster.on_gpu(k))
+        free = gpu.model.compute_slices - held
+        for s in profile.starts:
+            if cluster.fits_at(k, p, s, w.cpu, w.ram_gb):
+                candidates.append(((free_sign * free, gpu.host, index[gpu.id], s), (k, s)))
+    return min(candidates)[1] if candidates else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_hosts=3, max_gpus=3, max_new=6))
+def test_every_decision_is_migbench_sort(inst: Instance) -> None:
+    for spec, sign in (("binpack", 1), ("spread", -1), ("ff:start=lowest", 0)):
+        policy, cluster = make_policy(spec), Cluster(inst)
+        for w in inst.new:  # placed one after the other, as in batch
+            at = policy.choose(cluster, w, 0.0)
+            assert at == migbench_choice(cluster, w, sign), (spec, w.id)
+            if at is not None:
+                cluster.place(w, *at)
+        assert mipopt.verify(inst, mipopt.solve(inst, spec)).valid
