@@ -222,8 +222,14 @@ class Cluster(Occupancy):
         p = self.profile_of[wid]
         if p == self._index(w, model, None) and not w.memory_sized:
             return w
+        placement = w.placement and dataclasses.replace(w.placement, profile=None)  # the profile says it
         return dataclasses.replace(
-            w, profile=model.profiles[p].name, gpu_models=(model.name,), memory_gb=None, min_compute=None
+            w,
+            profile=model.profiles[p].name,
+            gpu_models=(model.name,),
+            memory_gb=None,
+            min_compute=None,
+            placement=placement,
         )
 
     def occupied_profile(self, wid: str) -> Profile:

@@ -124,7 +124,7 @@ class Space:
 
     def __post_init__(self) -> None:
         for a in self.placements:
-            self.add(a.workload, a.gpu, a.start)
+            self.add(a.workload, a.gpu, a.start, a.profile)
 
     def copy(self) -> Space:
         """A space holding what this one holds, to change apart from it."""
@@ -142,8 +142,9 @@ class Space:
             _eligible=dict(self._eligible),
         )
 
-    def add(self, wid: str, gpu_id: str, start: int) -> bool:
-        """Take the slots, count, compute, cpu and ram of ``wid`` at ``gpu_id:start``;
+    def add(self, wid: str, gpu_id: str, start: int, chosen: str | None = None) -> bool:
+        """Take the slots, count, compute, cpu and ram of ``wid`` at ``gpu_id:start``, at the
+        profile ``chosen`` for a memory-sized ``wid`` (default: :meth:`Instance.profile_on`);
         False (nothing taken) when the placement breaks a rule alone."""
         inst = self.instance
         if wid in self.at or not inst.has_workload(wid) or not inst.has_gpu(gpu_id):
@@ -151,6 +152,9 @@ class Space:
         w = inst.workload(wid)
         gpu = inst.gpu(gpu_id)
         profile = inst.profile_on(w, gpu.model)
+        if chosen is not None:
+            found = gpu.model.find(chosen)
+            profile = found if found in inst.profiles_on(w, gpu.model) else None
         if profile is None or not gpu.layout_known or (start, profile.memory_slots) not in profile.placements:
             return False
         self.at[wid] = (gpu_id, start, profile)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from mipopt.instance import Assignment, Solution, Status, Termination, instance_from_dict
-from mipopt.verifier import evaluate, verify
+from mipopt.instance import Assignment, InstanceBuilder, Solution, Status, Termination, instance_from_dict
+from mipopt.verifier import evaluate, rejection_reasons, verify
 
 
 def instance(**w1: Any) -> Any:
@@ -94,3 +95,25 @@ def test_min_compute_decides_the_fitting_profiles() -> None:
         "placements[0].profile: '2g.20gb' does not fit workload 'w1' on H100-80GB "
         "(>=12gb,3g: 3g.40gb, 4g.40gb, 7g.80gb)",
     )
+
+
+def test_rejection_reasons_see_the_space_the_chosen_profile_leaves() -> None:
+    """y (4g.40gb at 0) and w1 at 3g.40gb at 4 use all 7 compute slices and 8 slots: x finds no
+    room in this answer (at w1's smallest profile, 1g.20gb, x would fit at 6)."""
+    b = InstanceBuilder("mem")
+    b.add_host("h1", gpus={"h": "H100-80GB"})
+    b.add_workload("y", "4g.40gb")
+    b.add_workload("w1", memory_gb=12)
+    b.add_workload("x", "1g.20gb")
+    inst = b.build()
+    sol = Solution(
+        "mem",
+        "hand",
+        Termination.COMPLETED,
+        Status.FEASIBLE,
+        (Assignment("y", "h", 0), Assignment("w1", "h", 4, "3g.40gb")),
+        ("x",),
+    )
+    (why,) = rejection_reasons(inst, sol)
+    assert why.message.startswith("no room left in this answer on its eligible GPU (h)")
+    assert verify(inst, replace(sol, rejections=(why,))).valid
