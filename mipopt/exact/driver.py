@@ -42,7 +42,7 @@ from pyomo.repn import generate_standard_repn
 
 from mipopt._fields import shown
 from mipopt.errors import InstanceError
-from mipopt.exact.keep import keep_running
+from mipopt.exact.keep import keep_running, smallest_profiles
 from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_slots
 from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.exact.preprocess import fixed_ids
@@ -305,9 +305,10 @@ def solve_exact(
 
     best.offer(work.current_placement(), "current placement")
     if warm_start is not None:
-        best.offer(_given_start(instance, work, warm_start), "the given warm start")
-    for name, placed in _portfolio(work, portfolio, run):
-        best.offer(placed, name)
+        given, profiles = _given_start(instance, work, warm_start)
+        best.offer(given, "the given warm start", profiles)
+    for name, placed, profiles in _portfolio(work, portfolio, run):
+        best.offer(placed, name, profiles)
 
     if model == "grmu":
         try:
@@ -333,13 +334,15 @@ class Incumbent:
         self.spec = spec
         self.limits = list(limits)  # the caller's bounds and the budget, as (name, op, value)
         self.placed: Placed | None = None
+        self.profiles: dict[str, str] = {}  # the profiles of placed memory-sized workloads
         self.values: dict[str, float] = {}
         self.source = ""
         self.keeps: list[Kept] = []
 
-    def evaluate(self, placed: Placed) -> dict[str, float]:
-        """The objectives and the budget's measures of ``placed``."""
-        objectives, metrics = evaluate(self.work, placed)
+    def evaluate(self, placed: Placed, profiles: dict[str, str] | None = None) -> dict[str, float]:
+        """The objectives and the budget's measures of ``placed`` (memory-sized workloads at
+        ``profiles``, the smallest that fits where not given)."""
+        objectives, metrics = evaluate(self.work, placed, profiles)
         return {**objectives.to_dict(), **{m: float(metrics[m]) for m in MEASURES}}
 
     def allowed(self, values: dict[str, float]) -> bool:
@@ -369,14 +372,16 @@ class Incumbent:
             w * _sign(n) * self.values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)
         )
 
-    def offer(self, placed: Placed, source: str) -> bool:
-        """Keep ``placed`` if it obeys the bounds and stages so far and beats the incumbent."""
-        values = self.evaluate(placed)
+    def offer(self, placed: Placed, source: str, profiles: dict[str, str] | None = None) -> bool:
+        """Keep ``placed`` (with the ``profiles`` chosen for memory-sized workloads) if it obeys
+        the bounds and stages so far and beats the incumbent."""
+        values = self.evaluate(placed, profiles)
         if not self.allowed(values):
             return False
         if self.placed is not None and self.key(values) >= self.key(self.values):
             return False
         self.placed, self.values, self.source = placed, values, source
+        self.profiles = {w: name for w, name in (profiles or {}).items() if w in placed}
         return True
 
 
@@ -524,12 +529,18 @@ class _Run:
         m.del_component("stage_objective")
         expr = self.objective_expr(built, stage.name)
         m.stage_objective = pyo.Objective(expr=expr, sense=stage.sense)
-        warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
+        warm = self.warm(built)
         self.report(stage.name, label, False, self.best.values.get(stage.name), None)
         result = self.backend.solve(m, self.stage_options(warm, share))
         if result.has_solution:
-            self.best.offer(built.decode(), f"{label} {stage.name}")
+            self.best.offer(built.decode(), f"{label} {stage.name}", built.profiles)
         return result, _rounded_bound(expr, result.bound, stage.sense)
+
+    def warm(self, built: Formulation) -> dict[str, float] | None:
+        """The incumbent in ``built``'s variables, or None when there is none."""
+        if self.best.placed is None:
+            return None
+        return built.warm_start(self.best.placed, self.best.profiles)
 
     def report(
         self,
@@ -744,14 +755,15 @@ class _Run:
             total = sum(w.migration_weight for w in self.work.running)
             expr = expr + _sign(first.name) * step / (2 * total + 1) * built.expression("restarts")
         m.stage_objective = pyo.Objective(expr=expr, sense=first.sense)
-        warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
+        warm = self.warm(built)
         self.report(first.name, label, False, self.best.values.get(first.name), None)
         result = self.backend.solve(m, self.stage_options(warm, HOME_START_SHARE))
         if not result.has_solution:
             return
         placed = built.decode()
+        profiles = built.profiles
         if (
-            not self.best.offer(placed, f"{label} {first.name}")
+            not self.best.offer(placed, f"{label} {first.name}", profiles)
             or self.stopped() is not None
             or _is_constant(built.expression("restarts"))
         ):
@@ -763,10 +775,10 @@ class _Run:
         m.del_component("stage_objective")
         m.stage_objective = pyo.Objective(expr=built.expression("restarts"))
         self.report("restarts", "keep", False, self.best.values.get("restarts"), None)
-        result = self.backend.solve(m, self.stage_options(built.warm_start(placed), KEEP_SHARE))
+        result = self.backend.solve(m, self.stage_options(built.warm_start(placed, profiles), KEEP_SHARE))
         m.del_component("start_floor")
         if result.has_solution:
-            self.best.offer(built.decode(), f"keep {first.name}, restarts")
+            self.best.offer(built.decode(), f"keep {first.name}, restarts", built.profiles)
 
     def keeps_gpus(self, models: _ConfigModels) -> bool:
         """True when every answer of the later stages keeps each movable running workload on
@@ -807,12 +819,12 @@ class _Run:
         warm = None
         if label == "keep":
             m.stage_objective = pyo.Objective(expr=built.expression("restarts"))
-            warm = built.warm_start(self.best.placed) if self.best.placed is not None else None
+            warm = self.warm(built)
         else:
             m.stage_objective = pyo.Objective(expr=0.0 * m.PHI[self.work.hosts[0].id])
         self.report(stage, label, False, self.best.values.get(stage), None)
         result = self.backend.solve(m, self.stage_options(warm, share, reserve, cap))
-        if result.has_solution and self.best.offer(built.decode(), label):
+        if result.has_solution and self.best.offer(built.decode(), label, built.profiles):
             return True
         if result.termination is Termination.INFEASIBLE and label != "keep":
             where = "on its GPU and start" if label == "home" else "on its GPU"
@@ -863,8 +875,11 @@ class _Run:
             fixed = fixed_ids(self.work, models.fixed if models is not None else None)
         order = self.spec.order()
         restarts_first = order.index("restarts") < order.index("migrations")
-        kept = keep_running(self.work, placed, fixed, restarts_first=restarts_first)
-        return kept != placed and self.best.offer(kept, f"{self.best.source}, running workloads kept home")
+        profiles = self.best.profiles
+        kept = keep_running(self.work, placed, fixed, restarts_first=restarts_first, profiles=profiles)
+        return kept != placed and self.best.offer(
+            kept, f"{self.best.source}, running workloads kept home", profiles
+        )
 
     def solution(self, instance: Instance, method: str) -> Solution:
         runtime = time.perf_counter() - self.t0
@@ -899,9 +914,12 @@ class _Run:
         if missing and not all_proven:
             notes.append(f"not optimized: {', '.join(missing)}")
         notes.append(f"answer from {best.source}")
+        # a tie between profiles goes to the smallest: same objectives
+        placed, profiles = smallest_profiles(self.work, best.placed, best.profiles)
         sol = solution_for(
             instance,
-            best.placed,
+            placed,
+            profiles=profiles,
             method=method,
             termination=termination,
             status=status,
@@ -948,16 +966,24 @@ class _ConfigModels:
         return self.built[mode]
 
 
-def _given_start(instance: Instance, work: Instance, start: Solution) -> Placed:
-    """A caller's warm start, checked by the verifier, restricted to the use case's workloads."""
+def _given_start(instance: Instance, work: Instance, start: Solution) -> tuple[Placed, dict[str, str]]:
+    """A caller's warm start, checked by the verifier, restricted to the use case's workloads,
+    and the profiles its placements carry."""
     report = verify(instance, start)
     if not report.valid:
         raise InstanceError("warm_start", f"not a valid placement of {instance.name}: {report.violations[0]}")
     ids = {w.id for w in work.workloads}
-    return {w: spot for w, spot in start.placed().items() if w in ids}
+    return {w: spot for w, spot in start.placed().items() if w in ids}, _profiles(start)
 
 
-def _portfolio(work: Instance, portfolio: Sequence[Heuristic], run: _Run) -> Iterator[tuple[str, Placed]]:
+def _profiles(solution: Solution) -> dict[str, str]:
+    """The profiles a solution's placements carry (memory-sized workloads')."""
+    return {a.workload: a.profile for a in solution.placements if a.profile is not None}
+
+
+def _portfolio(
+    work: Instance, portfolio: Sequence[Heuristic], run: _Run
+) -> Iterator[tuple[str, Placed, dict[str, str]]]:
     """The placements of the fast heuristics (running workloads where they run), within
     :data:`PORTFOLIO_SHARE` of the time limit: a heuristic runs only if, at the pace of the
     slowest so far (for the first, :data:`PORTFOLIO_S_PER_WORKLOAD`), it ends within that share."""
@@ -973,7 +999,7 @@ def _portfolio(work: Instance, portfolio: Sequence[Heuristic], run: _Run) -> Ite
         sol = heuristic(work)
         pace = max(pace if i else 0.0, time.monotonic() - t0)
         if sol.status is not Status.NONE:
-            yield name, sol.placed()
+            yield name, sol.placed(), _profiles(sol)
 
 
 def _rounded_bound(expr: Any, bound: float | None, sense: Any) -> float | None:

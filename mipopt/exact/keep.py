@@ -18,18 +18,23 @@ which changes acceptance, hardware or host cpu and ram:
 
 The result is a placement of the same instance; the driver verifies it and keeps it only
 if it is better in the objective's order.
+
+:func:`smallest_profiles` is the other thing the driver does to its answer: a new memory-sized
+workload for which a model chose a larger profile than it needed (a tie: any profile that fits
+is the models' decision, ``models/grmu.md``) gets the smallest that fits on its GPU.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 
-from mipopt.exact.preprocess import placement_key
+from mipopt.exact.preprocess import placement_key, profile_options, profile_taken
 from mipopt.exact.preprocess.indexing import index_keeping
 from mipopt.instance import Instance
+from mipopt.state import Occupancy
 
 Placed = dict[str, tuple[str, int]]
 #: Weight of the first of (migrations, restarts) over the second in one assignment cost.
@@ -37,7 +42,12 @@ _FIRST = 1e6
 
 
 def keep_running(
-    instance: Instance, placed: Placed, fixed: frozenset[str], *, restarts_first: bool = False
+    instance: Instance,
+    placed: Placed,
+    fixed: frozenset[str],
+    *,
+    restarts_first: bool = False,
+    profiles: Mapping[str, str] | None = None,
 ) -> Placed:
     """``placed`` with fewer restarts and no more Eq. 5 migrations (or the reverse order when
     ``restarts_first``), same acceptance, hardware and host usage.
@@ -48,8 +58,11 @@ def keep_running(
         Running workloads that may not move (pinned ones, or a use case's).
     restarts_first
         The objective puts restarts before migrations (``--priority disruption``).
+    profiles
+        The profiles chosen for memory-sized workloads (the smallest that fits where not
+        given); each keeps its own, as contents move only between GPUs of one model.
     """
-    keep = _Keeper(instance, fixed, restarts_first)
+    keep = _Keeper(instance, fixed, restarts_first, profiles or {})
     out = keep.contents(dict(placed))
     out = keep.starts(out)
     out = keep.trade(out)
@@ -57,10 +70,13 @@ def keep_running(
 
 
 class _Keeper:
-    def __init__(self, instance: Instance, fixed: frozenset[str], restarts_first: bool) -> None:
+    def __init__(
+        self, instance: Instance, fixed: frozenset[str], restarts_first: bool, profiles: Mapping[str, str]
+    ) -> None:
         self.inst = instance
         self.fixed = fixed
         self.restarts_first = restarts_first
+        self.profiles = profiles
         self.home = {w.id: (w.placement.gpu, w.placement.start) for w in instance.running if w.placement}
 
     def cost(self, wid: str, at: tuple[str, int]) -> tuple[float, float]:
@@ -152,9 +168,7 @@ class _Keeper:
             model = inst.gpu(gpu_id).model
             index: dict[str, int] = {}
             for w in ws:
-                p = model.index(inst.workload(w).profile)
-                assert p is not None, f"{w}: placed on a model without its profile"
-                index[w] = p
+                index[w] = profile_taken(inst, w, model, self.profiles)
             held = {w: (index[w], placed[w][1]) for w in ws if w in self.fixed}
             items = [(w, p) for w, p in index.items() if w not in self.fixed]
             starts = index_keeping(model, held, items, {w: s for w, s in own.items() if w not in self.fixed})
@@ -168,6 +182,40 @@ class _Keeper:
                 for w, s in starts.items():
                     out[w] = (gpu_id, s)
         return out
+
+
+def smallest_profiles(
+    instance: Instance, placed: Placed, profiles: Mapping[str, str]
+) -> tuple[Placed, dict[str, str]]:
+    """``placed`` and ``profiles`` with every new memory-sized workload at the smallest profile
+    that fits on its GPU beside the others, at its own start where that profile may start there.
+
+    Acceptance, hardware, migrations and restarts stay as they are: every workload keeps its
+    GPU, running ones their profile and start, and a new workload's start counts for nothing.
+    Workloads are taken in instance order, each at the smallest profile that fits then.
+    """
+    occ = Occupancy(instance)
+    at: dict[str, tuple[int, int]] = {}  # workload -> (GPU position, profile index)
+    for wid, (gpu_id, start) in placed.items():
+        w, model = instance.workload(wid), instance.gpu(gpu_id).model
+        at[wid] = (occ.position[gpu_id], profile_taken(instance, wid, model, profiles))
+        occ.occupy(*at[wid], start, w.cpu, w.ram_gb)
+    out, chosen = dict(placed), dict(profiles)
+    for w in instance.new:
+        if not w.memory_sized or w.id not in placed:
+            continue
+        (k, p), (gpu_id, start) = at[w.id], placed[w.id]
+        model = instance.gpu(gpu_id).model
+        occ.occupy(k, p, start, w.cpu, w.ram_gb, -1)
+        for q in (model.profiles.index(o) for o in profile_options(instance, w, model)):
+            starts = sorted(model.profiles[q].starts, key=lambda s: s != start)  # its own first
+            fit = next((s for s in starts if occ.fits_at(k, q, s, w.cpu, w.ram_gb)), None)
+            if fit is not None and occ.compute[k] + model.profiles[q].compute <= model.compute_slices:
+                p, start = q, fit
+                break
+        occ.occupy(k, p, start, w.cpu, w.ram_gb)
+        out[w.id], chosen[w.id] = (gpu_id, start), model.profiles[p].name
+    return out, chosen
 
 
 def _add(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:

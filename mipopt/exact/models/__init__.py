@@ -26,12 +26,15 @@ class Formulation(Protocol):
     stats: dict[str, int]
     objectives: tuple[str, ...]
     relaxed: frozenset[str]  # expressions that only bound the verifier's value from below
+    profiles: dict[str, str]  # set by decode: the profile of each memory-sized workload it placed
 
     def expression(self, name: str) -> pyo.Expression: ...
 
     def decode(self) -> dict[str, tuple[str, int]]: ...
 
-    def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]: ...
+    def warm_start(
+        self, placed: dict[str, tuple[str, int]], profiles: dict[str, str] | None = None
+    ) -> dict[str, float]: ...
 
 
 def _build_config(instance: Instance) -> Formulation:

@@ -33,10 +33,12 @@ Five variants of one builder serve the staged solve of :mod:`mipopt.exact.driver
   (restarted on the GPU) or leave. Acceptance, hardware, migrations and restarts are exact:
   the restarts stage when running workloads must move (``models/grmu.md``, "The kept variant").
 
-Items (pool workloads) are counted per (shape, host, GPU model): a host's GPUs of one
-model offer, per profile, the spots of their chosen configurations, less the spots
+Items (pool workloads) are counted per (shape, host, GPU model, profile): a host's GPUs of
+one model offer, per profile, the spots of their chosen configurations, less the spots
 their stayers use. Assigning counted items to the GPUs' spots is a transport problem
-per profile with no interaction between profiles, so the counts are exact.
+per profile with no interaction between profiles, so the counts are exact. A new
+memory-sized workload's shape has an item per profile that fits it (its profile is a
+decision, ``models/grmu.md``, "Memory-sized workloads"); every other shape one per model.
 """
 
 from __future__ import annotations
@@ -59,10 +61,14 @@ from mipopt.exact.preprocess import (
     Shape,
     fixed_ids,
     fixed_states,
+    held_profile,
     home_gpu,
+    home_profile,
     host_classes,
     movable_shapes,
     placement_key,
+    profile_options,
+    profile_taken,
 )
 from mipopt.exact.preprocess.indexing import index_keeping, maximal_multisets
 from mipopt.instance import Instance, Workload
@@ -103,7 +109,7 @@ class ConfigModel:
     units
         Unit k owns variables ``model.N[k, c]`` (count of its GPUs in configuration c).
     items
-        Key k of ``model.X[k]``: (shape index, host id, GPU model name).
+        Key k of ``model.X[k]``: (shape index, host id, GPU model name, profile index).
     stays
         Key k of ``model.K[k]``: (unit index, running workload ids of one class on its GPU).
     accept
@@ -115,14 +121,15 @@ class ConfigModel:
     model: pyo.ConcreteModel
     shapes: list[Shape]
     units: list[_Unit]
-    items: list[tuple[int, str, str]]
+    items: list[tuple[int, str, str, int]]
     stays: list[tuple[int, tuple[str, ...]]]
     accept: list[tuple[int, tuple[str, ...]]]
     fixed: dict[str, tuple[str, int]]
-    profile_of: dict[tuple[int, str], int]  # (shape, model name) -> profile index
+    options_of: dict[tuple[int, str], tuple[int, ...]]  # (shape, model name) -> its profile indices
     objectives: tuple[str, ...]
     stats: dict[str, int] = field(default_factory=dict)
     relaxed: frozenset[str] = frozenset()
+    profiles: dict[str, str] = field(default_factory=dict)  # the last decode's, memory-sized workloads
 
     def expression(self, name: str) -> pyo.Expression:
         return self.model.obj_expr[name]
@@ -136,7 +143,8 @@ class ConfigModel:
         workloads they keep best); stayers stay; a shape's counted items on a host go to
         its leavers from that host first, then to other leavers, then to accepted new
         workloads; each GPU's content is indexed keeping the most running workloads on
-        their own starts (:func:`~mipopt.exact.preprocess.indexing.index_keeping`).
+        their own starts (:func:`~mipopt.exact.preprocess.indexing.index_keeping`). The
+        profile of each memory-sized workload is the item's it fills (:attr:`profiles`).
         """
         m = self.model
         config_of: dict[str, Vector] = {}
@@ -158,7 +166,9 @@ class ConfigModel:
             first = held.get(gpu, {})  # the kept variant's kept stayers first
             ordered = sorted(members, key=lambda w: w not in first)
             stayers[gpu].extend(ordered[: _count(m.K[k])])
-        quota: dict[tuple[int, str, str], int] = {key: _count(m.X[k]) for k, key in enumerate(self.items)}
+        quota: dict[tuple[int, str, str, int], int] = {
+            key: _count(m.X[k]) for k, key in enumerate(self.items)
+        }
         if self.mode in ("restricted", "keep"):
             for shape in self.shapes:
                 for wid in shape.running:
@@ -192,8 +202,8 @@ class ConfigModel:
         room = list(config)
         kept = 0.0
         for w in sorted(running, key=lambda w: -w.migration_weight):
-            p = model.index(w.profile)
-            if p is not None and room[p] > 0:
+            p = model.profiles.index(home_profile(self.instance, w))
+            if room[p] > 0:
                 room[p] -= 1
                 kept += w.migration_weight
         return kept
@@ -201,7 +211,7 @@ class ConfigModel:
     def _aggregate_stayers(
         self,
         config_of: dict[str, Vector],
-        quota: dict[tuple[int, str, str], int],
+        quota: dict[tuple[int, str, str, int], int],
         stayers: dict[str, list[str]],
     ) -> None:
         inst = self.instance
@@ -211,9 +221,9 @@ class ConfigModel:
             (inst.workload(w) for s in self.shapes for w in s.running), key=lambda w: -w.migration_weight
         ):
             gpu = inst.gpu(home_gpu(self.instance, w.id))
-            p = gpu.model.index(w.profile)
-            key = (shape_of[w.id], gpu.host, gpu.model.name)
-            if gpu.id in room and p is not None and room[gpu.id][p] > 0 and quota.get(key, 0) > 0:
+            p = gpu.model.profiles.index(home_profile(inst, w))
+            key = (shape_of[w.id], gpu.host, gpu.model.name, p)
+            if gpu.id in room and room[gpu.id][p] > 0 and quota.get(key, 0) > 0:
                 room[gpu.id][p] -= 1
                 quota[key] -= 1
                 stayers[gpu.id].append(w.id)
@@ -242,7 +252,7 @@ class ConfigModel:
         self,
         config_of: dict[str, Vector],
         stayers: dict[str, list[str]],
-        quota: dict[tuple[int, str, str], int],
+        quota: dict[tuple[int, str, str, int], int],
         held: dict[str, dict[str, tuple[int, int]]] | None = None,
     ) -> dict[str, tuple[str, int]]:
         inst = self.instance
@@ -251,8 +261,7 @@ class ConfigModel:
         for gpu_id, ws in stayers.items():
             model = inst.gpu(gpu_id).model
             for wid in ws:
-                p = model.index(inst.workload(wid).profile)
-                assert p is not None
+                p = model.profiles.index(home_profile(inst, inst.workload(wid)))
                 room[gpu_id][p] -= 1
                 content[gpu_id].append((wid, p))
         by_host_model: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -261,15 +270,15 @@ class ConfigModel:
                 by_host_model[g.host, g.model.name].append(g.id)
         stayed = {w for ws in stayers.values() for w in ws}
 
-        def put(wid: str, c: int, host: str, model_name: str, prefer: str | None) -> bool:
-            p = self.profile_of[c, model_name]
+        def put(wid: str, key: tuple[int, str, str, int], prefer: str | None) -> bool:
+            _, host, model_name, p = key
             gpus = by_host_model[host, model_name]
             order = ([prefer] if prefer in gpus else []) + gpus
             for gpu_id in order:
                 if room[gpu_id][p] > 0:
                     room[gpu_id][p] -= 1
                     content[gpu_id].append((wid, p))
-                    quota[c, host, model_name] -= 1
+                    quota[key] -= 1
                     return True
             return False
 
@@ -286,7 +295,7 @@ class ConfigModel:
                     home = inst.gpu(home_gpu(self.instance, w.id))
                     for key in keys:
                         near = key[1] == home.host or not same_host
-                        if quota[key] > 0 and near and put(w.id, c, key[1], key[2], home.id):
+                        if quota[key] > 0 and near and put(w.id, key, home.id):
                             stayed.add(w.id)
                             break
             accepted = [
@@ -297,13 +306,12 @@ class ConfigModel:
             ]
             for wid in accepted:
                 for key in keys:
-                    if quota[key] > 0 and put(wid, c, key[1], key[2], None):
+                    if quota[key] > 0 and put(wid, key, None):
                         break
         placed = dict(self.fixed)
         fixed_by_gpu: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
         for wid, (gpu_id, start) in self.fixed.items():
-            p = inst.gpu(gpu_id).model.index(inst.workload(wid).profile)
-            assert p is not None
+            p = inst.gpu(gpu_id).model.profiles.index(home_profile(inst, inst.workload(wid)))
             fixed_by_gpu[gpu_id][wid] = (p, start)
         for gpu_id, kept in (held or {}).items():  # placed around: the model chose them
             fixed_by_gpu[gpu_id].update(kept)
@@ -320,6 +328,12 @@ class ConfigModel:
             assert starts is not None, f"{gpu_id}: a configuration's content did not index"
             for wid, s in starts.items():
                 placed[wid] = (gpu_id, s)
+        self.profiles = {
+            wid: inst.gpu(gpu_id).model.profiles[p].name
+            for gpu_id, items in content.items()
+            for wid, p in items
+            if inst.workload(wid).memory_sized
+        }
         return placed
 
     def _symmetric(self, placed: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
@@ -346,13 +360,18 @@ class ConfigModel:
 
     # --- writing a placement in
 
-    def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
-        """Variable values (by name) that encode ``placed``; {} when this variant cannot hold it.
+    def warm_start(
+        self, placed: dict[str, tuple[str, int]], profiles: dict[str, str] | None = None
+    ) -> dict[str, float]:
+        """Variable values (by name) that encode ``placed`` (with the ``profiles`` chosen for
+        memory-sized workloads, the smallest that fits where not given); {} when this variant
+        cannot hold it.
 
         A restricted model holds only placements that keep every movable running
         workload on its own GPU.
         """
         inst, m = self.instance, self.model
+        chosen = profiles or {}
         placed = self._symmetric(placed)
         values: dict[str, float] = {}
         shape_of = {w: c for c, s in enumerate(self.shapes) for w in s.members()}
@@ -371,9 +390,7 @@ class ConfigModel:
                 for wid in on_gpu.get(gpu_id, []):
                     if wid in self.fixed:
                         continue
-                    p = unit.model.index(inst.workload(wid).profile)
-                    assert p is not None
-                    held[p] += 1
+                    held[profile_taken(inst, wid, unit.model, chosen)] += 1
                 if not any(held) and not unit.forced:
                     continue
                 fits = [
@@ -390,7 +407,7 @@ class ConfigModel:
                 counts[c] += 1
             for c in range(len(unit.configs)):
                 values[m.N[k, c].name] = float(counts.get(c, 0))
-        pool: dict[tuple[int, str, str], int] = defaultdict(int)
+        pool: dict[tuple[int, str, str, int], int] = defaultdict(int)
         landed: dict[tuple[int, str], int] = defaultdict(int)
         for wid, (gpu_id, _) in placed.items():
             if wid in self.fixed or wid not in shape_of:
@@ -406,7 +423,7 @@ class ConfigModel:
                 and wid in stays_on
             ):
                 continue
-            pool[shape_of[wid], g.host, g.model.name] += 1
+            pool[shape_of[wid], g.host, g.model.name, profile_taken(inst, wid, g.model, chosen)] += 1
             if home is not None and inst.gpu(home.gpu).host == g.host:
                 landed[shape_of[wid], g.host] += 1
         for k, key in enumerate(self.items):
@@ -450,8 +467,8 @@ class ConfigModel:
 
 def _stayer(model: GpuModel, w: Workload) -> tuple[int, int, float]:
     """A running workload as the keep variant lists it: (profile index, start, delta)."""
-    p = model.index(w.profile)
-    assert p is not None and w.placement is not None
+    p = model.profiles.index(held_profile(model, w))
+    assert w.placement is not None
     return (p, w.placement.start, w.migration_weight)
 
 
@@ -586,7 +603,7 @@ def build_config(
         sets.stays,
         sets.accept,
         fixed_at,
-        sets.profile_of,
+        sets.options_of,
         tuple(name for name in m.obj_expr if name in OBJECTIVES),
         stats,
         relaxed,
@@ -603,13 +620,13 @@ class _Sets:
     instance: Instance
     mode: Mode
     shapes: list[Shape]
-    profile_of: dict[tuple[int, str], int]  # (shape, model name) -> profile index
+    options_of: dict[tuple[int, str], tuple[int, ...]]  # (shape, model name) -> its profile indices
     shape_of: dict[str, int]  # movable running workload -> its shape
     movable_on: dict[str, list[Workload]]  # GPU -> its movable running workloads
     units: list[_Unit]
     units_on: dict[str, list[int]]  # host -> its units
     stays: list[tuple[int, tuple[str, ...]]]  # stayer class: (named unit, members); detailed only
-    items: list[tuple[int, str, str]]  # (shape, host, GPU model name)
+    items: list[tuple[int, str, str, int]]  # (shape, host, GPU model name, profile index)
     accept: list[tuple[int, tuple[str, ...]]]  # class of new workloads: (shape, members of one weight)
 
     @property
@@ -620,19 +637,19 @@ class _Sets:
     def stay_profile(self, k: int) -> int:
         """The profile index, on its unit's model, of stayer class ``k``."""
         ui, members = self.stays[k]
-        p = self.units[ui].model.index(self.instance.workload(members[0]).profile)
-        assert p is not None
-        return p
+        return self.units[ui].model.profiles.index(
+            home_profile(self.instance, self.instance.workload(members[0]))
+        )
 
 
 def _sets(instance: Instance, mode: Mode, ids: frozenset[str], closed: Iterable[str]) -> _Sets:
     """Shapes, units and their configurations, stayer classes, items and classes of new workloads."""
     shapes, _ = movable_shapes(instance, ids)
-    profile_of = {
-        (c, name): model.profiles.index(prof)
+    options_of = {
+        (c, name): tuple(model.profiles.index(prof) for prof in options)
         for c, s in enumerate(shapes)
         for name, model in instance.models.items()
-        if (prof := instance.profile_on(s.example, model)) is not None
+        if (options := profile_options(instance, s.example, model))
     }
     movable_on: dict[str, list[Workload]] = defaultdict(list)
     for s in shapes:
@@ -640,22 +657,22 @@ def _sets(instance: Instance, mode: Mode, ids: frozenset[str], closed: Iterable[
             w = instance.workload(wid)
             assert w.placement is not None
             movable_on[w.placement.gpu].append(w)
-    units = _units(instance, mode, ids, closed, profile_of, movable_on)
+    units = _units(instance, mode, ids, closed, options_of, movable_on)
     units_on: dict[str, list[int]] = {h.id: [] for h in instance.hosts}
     for k, u in enumerate(units):
         units_on[u.host].append(k)
     host_models = {(g.host, g.model.name) for g in instance.gpus}
     items = [
-        (c, host, name)
+        (c, host, name, p)
         for c in range(len(shapes))
         for host, name in sorted(host_models)
-        if (c, name) in profile_of
+        for p in options_of.get((c, name), ())
     ]
     return _Sets(
         instance,
         mode,
         shapes,
-        profile_of,
+        options_of,
         {w: c for c, s in enumerate(shapes) for w in s.running},
         movable_on,
         units,
@@ -671,14 +688,14 @@ def _units(
     mode: Mode,
     ids: frozenset[str],
     closed: Iterable[str],
-    profile_of: dict[tuple[int, str], int],
+    options_of: dict[tuple[int, str], tuple[int, ...]],
     movable_on: dict[str, list[Workload]],
 ) -> list[_Unit]:
     """The units: named GPUs (detailed, movable running workloads on them) or counted groups."""
     states = {s.gpu: s for s in fixed_states(instance, ids)}
     profiles: dict[str, set[int]] = {name: set() for name in instance.models}  # in use, per model
-    for (_, name), index_on_model in profile_of.items():
-        profiles[name].add(index_on_model)
+    for (_, name), indices in options_of.items():
+        profiles[name].update(indices)
     stay = mode in ("restricted", "keep")  # every movable running workload stays on its GPU
     units: list[_Unit] = []
     groups: dict[tuple[object, ...], list[str]] = defaultdict(list)
@@ -690,9 +707,7 @@ def _units(
         held = [0] * len(g.model.profiles)
         if stay:
             for w in movable_on[g.id]:
-                p = g.model.index(w.profile)
-                assert p is not None
-                held[p] += 1
+                held[g.model.profiles.index(home_profile(instance, w))] += 1
         if mode in ("detailed", "kept") and movable_on[g.id]:
             configs = maximal_multisets(g.model, st, profiles[g.model.name])
             unit = _Unit(g.host, g.model, (g.id,), configs, tuple(held), bool(st.workloads), True)
@@ -780,7 +795,7 @@ def _eq8_eq11_pool(m: pyo.ConcreteModel, sets: _Sets) -> None:
     )
     m.pool = pyo.ConstraintList()
     items_of: dict[int, list[int]] = defaultdict(list)
-    for k, (c, _, _) in enumerate(items):
+    for k, (c, *_) in enumerate(items):
         items_of[c].append(k)
     stays_of: dict[int, list[int]] = defaultdict(list)
     for k, (_, members) in enumerate(stays):
@@ -806,8 +821,8 @@ def _eq12_eq16_spots(m: pyo.ConcreteModel, sets: _Sets) -> None:
                 if n - u.required[p] > 0:
                     offer[u.host, u.model.name, p].append((n - u.required[p]) * m.N[k, c])
     demand: dict[tuple[str, str, int], list[object]] = defaultdict(list)
-    for k, (c, host, name) in enumerate(sets.items):
-        demand[host, name, sets.profile_of[c, name]].append(m.X[k])
+    for k, (_, host, name, p) in enumerate(sets.items):
+        demand[host, name, p].append(m.X[k])
     for k, (ui, _) in enumerate(sets.stays):
         unit = sets.units[ui]
         demand[unit.host, unit.model.name, sets.stay_profile(k)].append(m.K[k])
@@ -847,7 +862,7 @@ def _eq6_eq7_host_cpu_ram(m: pyo.ConcreteModel, sets: _Sets, fixed_at: dict[str,
     m.eq6_cpu = pyo.ConstraintList()
     m.eq7_ram = pyo.ConstraintList()
     items_at: dict[str, list[int]] = defaultdict(list)
-    for k, (_, host, _) in enumerate(items):
+    for k, (_, host, *_) in enumerate(items):
         items_at[host].append(k)
     stays_at: dict[str, list[int]] = defaultdict(list)
     for k, (ui, _) in enumerate(stays):
@@ -878,7 +893,7 @@ def _eq5_same_host_leavers(m: pyo.ConcreteModel, sets: _Sets) -> list[tuple[int,
     for k, (ui, members) in enumerate(stays):
         first = sets.instance.workload(members[0])
         leavers_of[sets.shape_of[members[0]], first.migration_weight, sets.units[ui].host].append(k)
-    hosts_of_shape = {(c, host) for c, host, _ in sets.items}
+    hosts_of_shape = {(c, host) for c, host, *_ in sets.items}
     z_keys = [key for key in leavers_of if key[1] > 0 and (key[0], key[2]) in hosts_of_shape]
     m.Z = pyo.Var(
         z_keys,
@@ -888,7 +903,7 @@ def _eq5_same_host_leavers(m: pyo.ConcreteModel, sets: _Sets) -> list[tuple[int,
     m.eq5_same_host_leavers = pyo.ConstraintList()
     m.eq5_same_host_slots = pyo.ConstraintList()
     items_on: dict[tuple[int, str], list[int]] = defaultdict(list)  # (shape, host) -> items
-    for k, (c, host, _) in enumerate(sets.items):
+    for k, (c, host, *_) in enumerate(sets.items):
         items_on[c, host].append(k)
     by_shape_host: dict[tuple[int, str], list[tuple[int, float, str]]] = defaultdict(list)
     for zk in z_keys:

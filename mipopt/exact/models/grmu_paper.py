@@ -11,6 +11,11 @@ one ``+me`` per GPU, per-profile maxima, legal starts that are not the multiples
 of g_i, exact phi, m and omega) is added under names without a number.
 ``models/grmu-paper.md`` reads beside this file, equation by equation.
 
+A new memory-sized workload's profile is a decision: it enters the model as one copy
+``i@p`` per profile name p that fits it on some GPU model, each copy a workload of
+profile p, and ``eq8_one_profile`` places at most one copy (``models/grmu-paper.md``,
+"Memory-sized workloads").
+
 The model exists to reproduce the paper and to show why formulation matters: the
 overlap constraints (Eqs. 12-13) are big-M disjunctions over every ordered pair of
 workloads on every GPU, so the model has ``O(|N|^2 |GPUs|)`` binaries and an LP
@@ -21,13 +26,14 @@ decision problem written tightly.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyomo.environ as pyo
 
 from mipopt.catalog import Profile
 from mipopt.exact.models.grmu_slots import OBJECTIVES
+from mipopt.exact.preprocess import profile_options
 from mipopt.instance import Host, Instance, Workload
 
 __all__ = ["OBJECTIVES", "GrmuPaperModel", "build_grmu_paper"]
@@ -54,6 +60,8 @@ class GrmuPaperModel:
         up to s_i, so that Eqs. 14-16 state them; the others choose a start with ``lam``.
     x_prev, y_prev
         The parameters x'_ij and y'_ijk of Table 4 (the current placement).
+    copies
+        A new memory-sized workload's copies: copy id -> (workload id, profile name).
     stats
         Model size: variables, constraints, binaries, alpha (ordering binaries), big_m.
     objectives
@@ -68,9 +76,11 @@ class GrmuPaperModel:
     regular: set[tuple[str, str]]
     x_prev: dict[tuple[str, str], int]
     y_prev: dict[tuple[str, str, str], int]
+    copies: dict[str, tuple[str, str]] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
     objectives: tuple[str, ...] = OBJECTIVES
     relaxed: frozenset[str] = frozenset()
+    profiles: dict[str, str] = field(default_factory=dict)  # the last decode's, memory-sized workloads
 
     def expression(self, name: str) -> pyo.Expression:
         """Objective ``name`` (Eq. 3, 4 or 5, restarts, or a measure of
@@ -78,17 +88,25 @@ class GrmuPaperModel:
         return self.model.obj_expr[name]
 
     def decode(self) -> dict[str, tuple[str, int]]:
-        """The placement in the model's current variable values: workload -> (GPU, start)."""
+        """The placement in the model's current variable values: workload -> (GPU, start); a
+        memory-sized workload takes the profile of its placed copy (:attr:`profiles`)."""
         mdl = self.model
         placed: dict[str, tuple[str, int]] = {}
+        self.profiles = {}
         for i, j, k in mdl.IJK:
             value = mdl.y[i, j, k].value
             if value is not None and value > 0.5:
-                placed[i] = (k, round(mdl.z[i, j, k].value))
+                wid, name = self.copies.get(i, (i, ""))
+                placed[wid] = (k, round(mdl.z[i, j, k].value))
+                if name:
+                    self.profiles[wid] = name
         return placed
 
-    def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
-        """Values of every variable, by name, that encode ``placed`` (a legal placement).
+    def warm_start(
+        self, placed: dict[str, tuple[str, int]], profiles: dict[str, str] | None = None
+    ) -> dict[str, float]:
+        """Values of every variable, by name, that encode ``placed`` (a legal placement, with the
+        ``profiles`` chosen for memory-sized workloads: the smallest that fits where not given).
 
         Absent instances get ``z = 0`` and ``beta = 0``; ``alpha[i,i',j,k]`` is 0 when i
         comes before i' on GPU k, or i is absent there, and 1 otherwise. With B chosen as in
@@ -96,6 +114,7 @@ class GrmuPaperModel:
         """
         mdl = self.model
         values: dict[str, float] = {}
+        placed = self._by_copy(placed, profiles or {})
 
         def put(var: Any, value: float) -> None:
             values[var.name] = float(value)
@@ -127,6 +146,23 @@ class GrmuPaperModel:
             put(mdl.keep[i], placed.get(i) == current[i])
         return values
 
+    def _by_copy(
+        self, placed: dict[str, tuple[str, int]], chosen: dict[str, str]
+    ) -> dict[str, tuple[str, int]]:
+        """``placed`` with each memory-sized workload under the copy of the profile it takes."""
+        if not self.copies:
+            return placed
+        copy_of = {(wid, name): i for i, (wid, name) in self.copies.items()}
+        out: dict[str, tuple[str, int]] = {}
+        for wid, (gpu, start) in placed.items():
+            w = self.instance.workload(wid)
+            name = chosen.get(wid)
+            if name is None and w.memory_sized:
+                default = self.instance.profile_on(w, self.instance.gpu(gpu).model)
+                name = None if default is None else default.name
+            out[copy_of.get((wid, name or ""), wid)] = (gpu, start)
+        return out
+
 
 def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPaperModel:
     """Build the GRMU ILP of ``instance`` as the paper prints it (Eqs. 6-26).
@@ -156,6 +192,7 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
     _eq26_variables(mdl, p)
     _eq6_eq7_host_cpu_ram(mdl, p)
     _eq8_eq11_one_host_one_gpu(mdl, p)
+    _eq8_one_profile(mdl, p)
     _running_kept(mdl, p)
     _eq12_eq13_order(mdl, p)
     _eq14_eq15_start_multiple(mdl, p)
@@ -179,7 +216,7 @@ def build_grmu_paper(instance: Instance, *, big_m: int | None = None) -> GrmuPap
         "alpha": len(mdl.PAIRS),
         "big_m": p.big_m,
     }
-    return GrmuPaperModel(instance, mdl, p.big_m, p.g, p.s, p.regular, p.x_prev, p.y_prev, stats)
+    return GrmuPaperModel(instance, mdl, p.big_m, p.g, p.s, p.regular, p.x_prev, p.y_prev, p.copies, stats)
 
 
 # --- the paper's parameters (Tables 4-5) and sets
@@ -206,6 +243,7 @@ class _Parameters:
     big_m: int  # B
     x_prev: dict[tuple[str, str], int]  # x'_ij
     y_prev: dict[tuple[str, str, str], int]  # y'_ijk
+    copies: dict[str, tuple[str, str]]  # a new memory-sized workload's copy -> (workload, profile name)
 
 
 def _parameters(inst: Instance, big_m: int | None) -> _Parameters:
@@ -213,20 +251,31 @@ def _parameters(inst: Instance, big_m: int | None) -> _Parameters:
     gpus = inst.gpus
     host_of = {gpu.id: gpu.host for gpu in gpus}
     hosts = {h.id: h for h in inst.hosts}
-    work = {w.id: w for w in inst.workloads}
     current = inst.current_placement()
 
-    # Table 5 per (workload, GPU): a workload's profile depends on the GPU's model
+    # Table 5 per (workload, GPU): a workload's profile depends on the GPU's model; a new
+    # memory-sized workload has a copy per profile name that fits it on some model
+    work: dict[str, Workload] = {}
     profile: dict[tuple[str, str], Profile] = {}
+    copies: dict[str, tuple[str, str]] = {}
+    taken = {w.id for w in inst.workloads}
     for w in inst.workloads:
-        for gpu in gpus:
-            p = inst.profile_on(w, gpu.model)
-            if p is not None:
-                profile[w.id, gpu.id] = p
+        options = {gpu.id: profile_options(inst, w, gpu.model) for gpu in gpus}
+        if not (w.memory_sized and not w.running):
+            work[w.id] = w
+            profile.update(((w.id, k), ps[0]) for k, ps in options.items() if ps)
+            continue
+        for name in dict.fromkeys(q.name for ps in options.values() for q in ps):
+            i = f"{w.id}@{name}"
+            while i in taken:  # an id of the instance already
+                i += "@"
+            taken.add(i)
+            work[i], copies[i] = replace(w, id=i), (w.id, name)
+            profile.update(((i, k), q) for k, ps in options.items() for q in ps if q.name == name)
     g = {key: p.memory_slots for key, p in profile.items()}
     s = {key: max(p.starts) for key, p in profile.items()}
     regular = {key for key, p in profile.items() if set(p.starts) == set(range(0, s[key] + 1, g[key]))}
-    H, h = _characteristics(inst, profile)
+    H, h = _characteristics(inst, work, profile)
 
     # B, the smallest single constant valid everywhere (models/grmu-paper.md, "Big-M"):
     # Eqs. 12-13 need the largest GPU's slot count, Eq. 15 with i absent needs g_ik beta_i,
@@ -261,11 +310,12 @@ def _parameters(inst: Instance, big_m: int | None) -> _Parameters:
         # parameters x', y' (Table 4): the current placement
         {(i, j): int(i in current and host_of[current[i][0]] == j) for i in work for j in hosts},
         {(i, host_of[k], k): int(i in current and current[i][0] == k) for i in work for k in host_of},
+        copies,
     )
 
 
 def _characteristics(
-    inst: Instance, profile: dict[tuple[str, str], Profile]
+    inst: Instance, work: dict[str, Workload], profile: dict[tuple[str, str], Profile]
 ) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
     """H_jk per GPU and h_i per (workload, GPU) of Eqs. 17-18."""
     # H_jk: a code per GPU model (Table 5's 100 for A100 is one such code). h_i: the code of
@@ -277,13 +327,13 @@ def _characteristics(
         code.setdefault(gpu.model.name, len(code) + 1)
     H = {gpu.id: code[gpu.model.name] for gpu in gpus}
     h: dict[tuple[str, str], int] = {}
-    for w in inst.workloads:
-        usable = {H[gpu.id] for gpu in gpus if (w.id, gpu.id) in profile}
+    for i in work:
+        usable = {H[gpu.id] for gpu in gpus if (i, gpu.id) in profile}
         for gpu in gpus:
             if len(usable) == 1:
-                h[w.id, gpu.id] = next(iter(usable))
+                h[i, gpu.id] = next(iter(usable))
             else:
-                h[w.id, gpu.id] = H[gpu.id] if (w.id, gpu.id) in profile else 0
+                h[i, gpu.id] = H[gpu.id] if (i, gpu.id) in profile else 0
     return H, h
 
 
@@ -329,7 +379,7 @@ def _eq26_variables(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
 
 def _eq6_eq7_host_cpu_ram(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
     """Eqs. 6-7, ``eq6_cpu`` and ``eq7_ram``: host cpu and ram; None is unlimited."""
-    x, workloads = mdl.x, p.instance.workloads
+    x, workloads = mdl.x, list(p.work.values())
 
     def capacity(attr: str) -> pyo.Constraint:
         def rule(_: Any, j: str) -> Any:
@@ -354,6 +404,17 @@ def _eq8_eq11_one_host_one_gpu(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
         mdl.IJ, rule=lambda _, i, j: x[i, j] <= sum(y[i, j, k] for k in p.gpus_of[j])
     )
     mdl.eq11_host_if_gpu = pyo.Constraint(mdl.IJK, rule=lambda _, i, j, k: y[i, j, k] <= x[i, j])
+
+
+def _eq8_one_profile(mdl: pyo.ConcreteModel, p: _Parameters) -> None:
+    """``eq8_one_profile`` (Eq. 8 over a memory-sized workload's copies): one copy placed at most."""
+    copies_of: dict[str, list[str]] = defaultdict(list)
+    for i, (wid, _) in p.copies.items():
+        copies_of[wid].append(i)
+    if copies_of:
+        mdl.eq8_one_profile = pyo.Constraint(
+            list(copies_of), rule=lambda _, w: sum(mdl.x[i, j] for i in copies_of[w] for j in p.hosts) <= 1
+        )
 
 
 def _running_kept(mdl: pyo.ConcreteModel, p: _Parameters) -> None:

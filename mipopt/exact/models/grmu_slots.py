@@ -17,6 +17,10 @@ starts of its own GPU (no migration); if it leaves its GPU it joins the pool of
 its shape, and ``Z`` counts the leavers of a host that land on that same host
 (Eq. 5 charges them 2 delta instead of 4). The number of variables grows with
 GPUs x shapes x starts plus running workloads x starts, not with new workloads.
+
+A new memory-sized workload's profile is a decision: its shape has pool slots for every
+profile that fits it (:func:`~mipopt.exact.preprocess.profile_options`), each slot a
+(GPU, start, profile); ``models/grmu-slots.md``, "Memory-sized workloads".
 """
 
 from __future__ import annotations
@@ -35,8 +39,11 @@ from mipopt.exact.preprocess import (
     fixed_ids,
     gpu_classes,
     home_gpu,
+    home_profile,
     movable_shapes,
     open_placements,
+    profile_options,
+    profile_taken,
 )
 from mipopt.instance import Instance, Workload
 
@@ -62,7 +69,8 @@ class SlotModel:
     model
         The Pyomo model; its objective expressions are ``model.obj_expr[name]``.
     pool
-        Slot k of variable ``model.X[k]``: (shape index, GPU id, start).
+        Slot k of variable ``model.X[k]``: (shape index, GPU id, start, profile index on the
+        GPU's model).
     stays
         Choice k of variable ``model.S[k]``: (running workload id, start on its own GPU).
     accept
@@ -74,13 +82,14 @@ class SlotModel:
     instance: Instance
     model: pyo.ConcreteModel
     shapes: list[Shape]
-    pool: list[tuple[int, str, int]]
+    pool: list[tuple[int, str, int, int]]
     stays: list[tuple[str, int]]
     accept: list[tuple[int, tuple[str, ...]]]
     fixed: dict[str, tuple[str, int]]
     stats: dict[str, int] = field(default_factory=dict)
     objectives: tuple[str, ...] = OBJECTIVES
     relaxed: frozenset[str] = frozenset()
+    profiles: dict[str, str] = field(default_factory=dict)  # the last decode's, memory-sized workloads
 
     def expression(self, name: str) -> pyo.Expression:
         return self.model.obj_expr[name]
@@ -90,7 +99,8 @@ class SlotModel:
 
         Slots of a shape go first to its leavers, each preferring its own GPU (a
         start change, no migration), then its own host, then any; what is left
-        goes to the accepted new workloads, class by class in instance order.
+        goes to the accepted new workloads, class by class in instance order. A memory-sized
+        workload takes its slot's profile (:attr:`profiles`).
         """
         m = self.model
         placed = dict(self.fixed)
@@ -99,10 +109,11 @@ class SlotModel:
             if _on(m.S[k]):
                 placed[wid] = (home_gpu(self.instance, wid), start)
                 stayed.add(wid)
-        slots: dict[int, list[tuple[str, int]]] = defaultdict(list)
-        for k, (c, gpu, start) in enumerate(self.pool):
+        slots: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
+        taken: dict[str, tuple[str, int, int]] = {}  # pool workload -> its slot
+        for k, (c, gpu, start, p) in enumerate(self.pool):
             if _on(m.X[k]):
-                slots[c].append((gpu, start))
+                slots[c].append((gpu, start, p))
         for c, shape in enumerate(self.shapes):
             free = slots.get(c, [])
             leavers = sorted(
@@ -111,35 +122,48 @@ class SlotModel:
             )
             for near in (self._same_gpu, self._same_host, lambda _w, _at: True):
                 for w in leavers:
-                    if w.id in placed:
+                    if w.id in placed or w.id in taken:
                         continue
                     at = next((at for at in free if near(w, at)), None)
                     if at is not None:
-                        placed[w.id] = at
+                        taken[w.id] = at
                         free.remove(at)
             for k, (cc, members) in enumerate(self.accept):
                 if cc != c:
                     continue
                 for wid in members[: round(pyo.value(m.A[k]) or 0)]:
                     if free:
-                        placed[wid] = free.pop(0)
+                        taken[wid] = free.pop(0)
+        inst = self.instance
+        placed.update((wid, (gpu, start)) for wid, (gpu, start, _) in taken.items())
+        self.profiles = {
+            wid: inst.gpu(gpu).model.profiles[p].name
+            for wid, (gpu, _, p) in taken.items()
+            if inst.workload(wid).memory_sized
+        }
         return placed
 
-    def _same_gpu(self, w: Workload, at: tuple[str, int]) -> bool:
+    def _same_gpu(self, w: Workload, at: tuple[str, int, int]) -> bool:
         return w.placement is not None and w.placement.gpu == at[0]
 
-    def _same_host(self, w: Workload, at: tuple[str, int]) -> bool:
+    def _same_host(self, w: Workload, at: tuple[str, int, int]) -> bool:
         inst = self.instance
         return w.placement is not None and inst.gpu(w.placement.gpu).host == inst.gpu(at[0]).host
 
-    def warm_start(self, placed: dict[str, tuple[str, int]]) -> dict[str, float]:
-        """Variable values (by name) that encode ``placed``, for a backend's warm start."""
+    def warm_start(
+        self, placed: dict[str, tuple[str, int]], profiles: dict[str, str] | None = None
+    ) -> dict[str, float]:
+        """Variable values (by name) that encode ``placed``, for a backend's warm start, with the
+        ``profiles`` chosen for memory-sized workloads (the smallest that fits where not given)."""
         inst, m = self.instance, self.model
-        placed = self._symmetric(placed)
+        chosen = profiles or {}
+        placed = self._symmetric(placed, chosen)
         values: dict[str, float] = {}
         shape_of = {w: c for c, shape in enumerate(self.shapes) for w in shape.members()}
         taken = {
-            (shape_of[w], g, s) for w, (g, s) in placed.items() if w in shape_of and not self._stays(w, g)
+            (shape_of[w], g, s, profile_taken(inst, w, inst.gpu(g).model, chosen))
+            for w, (g, s) in placed.items()
+            if w in shape_of and not self._stays(w, g)
         }
         for k, key in enumerate(self.pool):
             values[m.X[k].name] = 1.0 if key in taken else 0.0
@@ -148,7 +172,7 @@ class SlotModel:
         for k, (_, members) in enumerate(self.accept):
             values[m.A[k].name] = float(sum(1 for w in members if w in placed))
         landed: dict[tuple[int, str], int] = defaultdict(int)  # (shape, host) -> pool slots used there
-        for c, gpu_id, _ in taken:
+        for c, gpu_id, _, _ in taken:
             landed[c, inst.gpu(gpu_id).host] += 1
         for key in m.Z:
             c, delta, host = key
@@ -172,7 +196,9 @@ class SlotModel:
             values[m.PHI[h.id].name] = 1.0 if h.id in hosts else 0.0
         return values
 
-    def _symmetric(self, placed: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    def _symmetric(
+        self, placed: dict[str, tuple[str, int]], chosen: dict[str, str]
+    ) -> dict[str, tuple[str, int]]:
         """``placed`` with the contents of identical empty GPUs reordered as the symmetry rows want.
 
         Within a class (empty GPUs of one model on one host) the fullest GPU comes first,
@@ -187,7 +213,10 @@ class SlotModel:
                     content[gpu_id].append(wid)
 
             def slots(gpu_id: str, model: GpuModel = model, content: dict[str, list[str]] = content) -> int:
-                return sum(_size(self.instance, model, w) for w in content[gpu_id])
+                return sum(
+                    model.profiles[profile_taken(self.instance, w, model, chosen)].memory_slots
+                    for w in content[gpu_id]
+                )
 
             order = sorted(cls.members, key=lambda g: (-slots(g), cls.members.index(g)))
             for target, source in zip(cls.members, order, strict=True):
@@ -198,12 +227,6 @@ class SlotModel:
     def _stays(self, wid: str, gpu: str) -> bool:
         placement = self.instance.workload(wid).placement
         return placement is not None and wid not in self.fixed and placement.gpu == gpu
-
-
-def _size(instance: Instance, model: GpuModel, wid: str) -> int:
-    profile = instance.profile_on(instance.workload(wid), model)
-    assert profile is not None
-    return profile.memory_slots
 
 
 def _on(var: pyo.Var) -> bool:
@@ -265,8 +288,7 @@ class _Sets:
     instance: Instance
     gpus: tuple[GpuCandidates, ...]  # the open (profile, start) pairs per GPU
     shapes: list[Shape]  # in order of first appearance
-    pool: list[tuple[int, str, int]]  # X[k]: (shape, GPU, start)
-    pool_profile: list[int]  # X[k]: the profile index on its GPU's model
+    pool: list[tuple[int, str, int, int]]  # X[k]: (shape, GPU, start, profile index on its GPU's model)
     stays: list[tuple[str, int]]  # S[k]: (running workload, start on its own GPU)
     stay_profile: list[int]  # S[k]: the profile index on its GPU's model
     stays_of: dict[str, list[int]]  # running workload -> its S
@@ -285,17 +307,12 @@ def _sets(instance: Instance, ids: frozenset[str]) -> _Sets:
     """X: pool slots (shape, GPU, start); S: a running workload at a start of its own GPU; A."""
     gpus = open_placements(instance, ids)
     shapes, _ = movable_shapes(instance, ids)
-    pool: list[tuple[int, str, int]] = []
-    pool_profile: list[int] = []
+    pool: list[tuple[int, str, int, int]] = []
     for g in gpus:
         for c, shape in enumerate(shapes):
-            profile = instance.profile_on(shape.example, g.model)
-            if profile is None:
-                continue
-            p = g.model.profiles.index(profile)
-            for s in g.starts(p):
-                pool.append((c, g.gpu, s))
-                pool_profile.append(p)
+            for profile in profile_options(instance, shape.example, g.model):
+                p = g.model.profiles.index(profile)
+                pool.extend((c, g.gpu, s, p) for s in g.starts(p))
     open_by_gpu = {g.gpu: g for g in gpus}
     stays: list[tuple[str, int]] = []
     stay_profile: list[int] = []
@@ -304,15 +321,14 @@ def _sets(instance: Instance, ids: frozenset[str]) -> _Sets:
             w = instance.workload(wid)
             assert w.placement is not None
             home = open_by_gpu[w.placement.gpu]
-            at = home.model.index(w.profile)
-            assert at is not None
+            at = home.model.profiles.index(home_profile(instance, w))
             stays.extend((wid, s) for s in home.starts(at))
             stay_profile.extend(at for _ in home.starts(at))
     stays_of: dict[str, list[int]] = defaultdict(list)
     for k, (wid, _) in enumerate(stays):
         stays_of[wid].append(k)
     accept = [(c, tuple(ws)) for c, shape in enumerate(shapes) for ws in shape.new.values()]
-    return _Sets(instance, gpus, shapes, pool, pool_profile, stays, stay_profile, stays_of, accept)
+    return _Sets(instance, gpus, shapes, pool, stays, stay_profile, stays_of, accept)
 
 
 def _variables(m: pyo.ConcreteModel, sets: _Sets) -> None:
@@ -334,8 +350,8 @@ def _terms(m: pyo.ConcreteModel, sets: _Sets) -> _Terms:
     """Every placement term on a GPU (X and S) and gone_w = 1 - sum of S of each running workload."""
     instance = sets.instance
     on_gpu: dict[str, list[tuple[Any, Workload, int, int]]] = defaultdict(list)
-    for k, (c, gpu_id, s) in enumerate(sets.pool):
-        on_gpu[gpu_id].append((m.X[k], sets.shapes[c].example, sets.pool_profile[k], s))
+    for k, (c, gpu_id, s, p) in enumerate(sets.pool):
+        on_gpu[gpu_id].append((m.X[k], sets.shapes[c].example, p, s))
     for k, (wid, s) in enumerate(sets.stays):
         w = instance.workload(wid)
         on_gpu[w.placement.gpu].append((m.S[k], w, sets.stay_profile[k], s))  # type: ignore[union-attr]
@@ -352,7 +368,7 @@ def _eq8_eq11_pool(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> None:
     """Eqs. 8-11, ``eq8_pool``: per shape, the pool's slots are the accepted new workloads and the leavers."""
     m.eq8_pool = pyo.ConstraintList()
     slots_of: dict[int, list[int]] = defaultdict(list)
-    for k, (c, _, _) in enumerate(sets.pool):
+    for k, (c, *_) in enumerate(sets.pool):
         slots_of[c].append(k)
     for c, shape in enumerate(sets.shapes):
         supply = sum(m.A[k] for k, (cc, _) in enumerate(sets.accept) if cc == c) + sum(
@@ -462,7 +478,7 @@ def _eq5_same_host_leavers(m: pyo.ConcreteModel, sets: _Sets, terms: _Terms) -> 
     """Eq. 5, ``Z``: leavers that land on their own host (2 delta, not 4); returns Z's keys."""
     instance = sets.instance
     host_slots: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for k, (c, gpu_id, _) in enumerate(sets.pool):
+    for k, (c, gpu_id, *_) in enumerate(sets.pool):
         host_slots[c, instance.gpu(gpu_id).host].append(k)
     leavers: dict[tuple[int, float, str], list[str]] = defaultdict(list)
     for c, shape in enumerate(sets.shapes):

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mipopt.catalog import GpuModel
+from mipopt.exact.preprocess.classes import profile_options
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance
 
@@ -221,7 +222,9 @@ def candidates(instance: Instance, fixed: Iterable[str] | None = None) -> Candid
         Per GPU, the ``(profile, start)`` pairs legal around the fixed workloads
         (free slots, no second ``+me``, ``max_instances`` less the fixed count);
         per movable workload, those of its profile on the GPUs whose model it
-        may use. A candidate is legal alone; combining several is the model's job.
+        may use (of each profile it may take, :func:`~mipopt.exact.preprocess.profile_options`,
+        for a new memory-sized one). A candidate is legal alone; combining several is the
+        model's job.
 
     Raises
     ------
@@ -236,10 +239,8 @@ def candidates(instance: Instance, fixed: Iterable[str] | None = None) -> Candid
             continue
         found: list[Candidate] = []
         for g in gpus:
-            profile = instance.profile_on(w, g.model)
-            if profile is None:
-                continue
-            index = g.model.profiles.index(profile)
-            found.extend(Candidate(g.gpu, s, profile.name, index) for s in g.starts(index))
+            for profile in profile_options(instance, w, g.model):
+                index = g.model.profiles.index(profile)
+                found.extend(Candidate(g.gpu, s, profile.name, index) for s in g.starts(index))
         by_workload[w.id] = tuple(found)
     return Candidates(ids, gpus, by_workload)

@@ -30,11 +30,13 @@ every empty host) is in exactly one class.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from mipopt.catalog import GpuModel, Profile
 from mipopt.instance import Instance, Workload
+from mipopt.instance.types import fitting_profiles
 
 __all__ = [
     "GpuClass",
@@ -42,8 +44,12 @@ __all__ = [
     "Shape",
     "WorkloadClass",
     "gpu_classes",
+    "held_profile",
+    "home_profile",
     "host_classes",
     "placement_key",
+    "profile_options",
+    "profile_taken",
     "workload_classes",
 ]
 
@@ -102,18 +108,73 @@ def home_gpu(instance: Instance, wid: str) -> str:
     return placement.gpu
 
 
+def home_profile(instance: Instance, workload: Workload) -> Profile:
+    """The profile running ``workload`` holds on its own GPU (:func:`held_profile`)."""
+    assert workload.placement is not None, f"{workload.id} is not running"
+    return held_profile(instance.gpu(workload.placement.gpu).model, workload)
+
+
+def profile_taken(instance: Instance, wid: str, model: GpuModel, chosen: Mapping[str, str]) -> int:
+    """Position in ``model.profiles`` of the profile workload ``wid`` takes on ``model``: the one
+    ``chosen`` for it (a memory-sized workload's, by name), else
+    :meth:`~mipopt.instance.Instance.profile_on`."""
+    name = chosen.get(wid)
+    profile = model.find(name) if name is not None else instance.profile_on(instance.workload(wid), model)
+    assert profile is not None, f"{wid}: placed on a model without its profile"
+    return model.profiles.index(profile)
+
+
+def held_profile(model: GpuModel, workload: Workload) -> Profile:
+    """The profile running ``workload`` holds on its own GPU, of ``model``: its own, or a
+    memory-sized one's :attr:`~mipopt.instance.Placement.profile`, the smallest that fits when
+    that is not given (as :meth:`~mipopt.instance.Instance.profile_on` has it there)."""
+    assert workload.placement is not None, f"{workload.id} is not running"
+    name = workload.profile if workload.profile is not None else workload.placement.profile
+    if name is not None:
+        profile = model.find(name)
+    else:
+        fitting = fitting_profiles(model, workload.memory_gb or 0.0, workload.min_compute)
+        profile = fitting[0] if fitting else None
+    assert profile is not None  # the instance checked its running state
+    return profile
+
+
+def profile_options(instance: Instance, workload: Workload, model: GpuModel) -> tuple[Profile, ...]:
+    """The profiles an exact model lets ``workload`` take on ``model``, smallest first; ``()``
+    where it cannot run.
+
+    Every profile that fits (:meth:`~mipopt.instance.Instance.profiles_on`) for a new
+    memory-sized workload: the profile is the model's decision. One otherwise
+    (:meth:`~mipopt.instance.Instance.profile_on`): a workload's own, and a running
+    memory-sized workload keeps the profile it runs at (on a GPU of another model, the
+    smallest that fits).
+    """
+    if workload.memory_sized and not workload.running:
+        return instance.profiles_on(workload, model)
+    profile = instance.profile_on(workload, model)
+    return () if profile is None else (profile,)
+
+
 def placement_key(instance: Instance, workload: Workload) -> Hashable:
     """What decides where a workload may go and what it takes of its host.
 
-    Its profile on each GPU model of the instance (None where it may not go), its
-    ``cpu`` and ``ram_gb``. Workloads with equal keys have the same candidate
-    placements and the same host demands, running or new.
+    Its profile on each GPU model of the instance (None where it may not go; the tuple
+    of its :func:`profile_options` where it has a choice), its ``cpu`` and ``ram_gb``.
+    Workloads with equal keys have the same candidate placements and the same host
+    demands, running or new.
     """
     where = tuple(
-        None if (p := instance.profile_on(workload, m)) is None else p.name
+        _names(profile_options(instance, workload, m))
         for m in sorted(instance.models.values(), key=lambda m: m.name)
     )
     return (where, workload.cpu, workload.ram_gb)
+
+
+def _names(profiles: tuple[Profile, ...]) -> str | tuple[str, ...] | None:
+    """None, the one profile's name, or the names of a choice."""
+    if not profiles:
+        return None
+    return profiles[0].name if len(profiles) == 1 else tuple(p.name for p in profiles)
 
 
 @dataclass
