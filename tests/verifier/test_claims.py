@@ -104,6 +104,7 @@ def test_a_weighted_optimum_is_the_answers_own() -> None:
     (st,) = sol.stages
     assert (st.value, st.proven, st.model, sol.status) == (pytest.approx(5.52), True, "kept", Status.OPTIMAL)
     assert "the slot model decides" not in sol.message
+    assert claims(load("moves"), sol) == []
 
 
 def test_a_time_limited_answer_claims_its_own_values() -> None:
