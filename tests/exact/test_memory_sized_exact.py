@@ -14,11 +14,13 @@ import pytest
 from factories import INSTANCES
 
 import mipopt
+from mipopt.catalog import builtin_models
 from mipopt.cli import main
 from mipopt.exact.driver import solve_exact
 from mipopt.exact.models.config import build_config
-from mipopt.exact.preprocess import candidates, placement_key
+from mipopt.exact.preprocess import candidates, dominates, placement_key
 from mipopt.instance import Instance, InstanceBuilder, Solution, Status, Termination, instance_from_dict
+from mipopt.instance.types import fitting_profiles
 from mipopt.io import load_instance
 from mipopt.verifier import verify
 
@@ -156,30 +158,49 @@ def test_the_shipped_instance_has_equal_optima() -> None:
     assert set(optima.values()) == {(5, 4, 0, 0)}, optima
 
 
-def test_a_memory_sized_shape_has_an_item_per_fitting_profile() -> None:
+def test_a_memory_sized_shape_has_an_item_per_profile_it_may_take() -> None:
     inst = instance(
         "items",
-        {"g0": "A100-80GB"},
-        [{"id": "a", "memory_gb": 30}, {"id": "b", "memory_gb": 30}, {"id": "c", "profile": "3g.40gb"}],
+        {"g0": "LAB-8SLOT"},
+        [{"id": "a", "memory_gb": 10}, {"id": "b", "memory_gb": 10}, {"id": "c", "profile": "1g.10gb"}],
+        custom_gpu_models=[LAB],
     )
-    # a and b are one shape (3g.40gb, 4g.40gb or 7g.80gb), not c's although c is their smallest
+    # a and b are one shape (1g.10gb or 2g.20gb: 2g.20gb does all 7g.80gb does), not c's
     assert placement_key(inst, inst.workload("a")) == placement_key(inst, inst.workload("b"))
     assert placement_key(inst, inst.workload("a")) != placement_key(inst, inst.workload("c"))
     built = build_config(inst, mode="aggregate")
     names = [p.name for p in inst.gpu("g0").model.profiles]
     assert sorted((c, names[p]) for c, _, _, p in built.items) == [
-        (0, "3g.40gb"),
-        (0, "4g.40gb"),
-        (0, "7g.80gb"),
-        (1, "3g.40gb"),
+        (0, "1g.10gb"),
+        (0, "2g.20gb"),
+        (1, "1g.10gb"),
     ]
-    # candidates list every profile that fits: 3g.40gb at 0 and 4, 4g.40gb at 0, 7g.80gb at 0
     assert [(c.profile, c.start) for c in candidates(inst).workloads["a"]] == [
-        ("3g.40gb", 0),
-        ("3g.40gb", 4),
-        ("4g.40gb", 0),
-        ("7g.80gb", 0),
+        *(("1g.10gb", s) for s in range(7)),
+        ("2g.20gb", 0),
+        ("2g.20gb", 2),
+        ("2g.20gb", 4),
     ]
+
+
+def test_on_nvidia_models_the_smallest_profile_is_the_only_option() -> None:
+    # every larger profile that fits is dominated: the model is the one of a named request
+    for model in builtin_models().values():
+        for memory in sorted({p.memory_gb for p in model.profiles}):
+            for least in (None, 2, 3):
+                fitting = fitting_profiles(model, memory, least)
+                for k, q in enumerate(fitting[1:], 1):
+                    assert any(dominates(p, q) for p in fitting[:k]), (model.name, memory, q.name)
+                    # by brute force: wherever q starts free, the smallest starts there too
+                    p = fitting[0]
+                    for mask in range(1 << model.slots):
+                        for s in q.starts:
+                            if not mask & q.slot_mask(s):
+                                assert s in p.starts and not mask & p.slot_mask(s), (model.name, q.name, s)
+    inst = instance(
+        "a100", {"g0": "A100-80GB"}, [{"id": "a", "memory_gb": 30}, {"id": "c", "profile": "3g.40gb"}]
+    )
+    assert placement_key(inst, inst.workload("a")) == placement_key(inst, inst.workload("c"))
 
 
 # --- a seeded random family: 2-4 GPUs, named and memory-sized requests, some running

@@ -37,7 +37,7 @@ Items (pool workloads) are counted per (shape, host, GPU model, profile): a host
 one model offer, per profile, the spots of their chosen configurations, less the spots
 their stayers use. Assigning counted items to the GPUs' spots is a transport problem
 per profile with no interaction between profiles, so the counts are exact. A new
-memory-sized workload's shape has an item per profile that fits it (its profile is a
+memory-sized workload's shape has an item per profile it may take (its profile is a
 decision, ``models/grmu.md``, "Memory-sized workloads"); every other shape one per model.
 """
 

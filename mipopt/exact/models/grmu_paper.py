@@ -11,9 +11,9 @@ one ``+me`` per GPU, per-profile maxima, legal starts that are not the multiples
 of g_i, exact phi, m and omega) is added under names without a number.
 ``models/grmu-paper.md`` reads beside this file, equation by equation.
 
-A new memory-sized workload's profile is a decision: it enters the model as one copy
-``i@p`` per profile name p that fits it on some GPU model, each copy a workload of
-profile p, and ``eq8_one_profile`` places at most one copy (``models/grmu-paper.md``,
+A new memory-sized workload's profile is a decision: where it has a choice it enters the
+model as one copy ``i@p`` per profile name p it may take on some GPU model, each copy a
+workload of profile p, and ``eq8_one_profile`` places at most one copy (``models/grmu-paper.md``,
 "Memory-sized workloads").
 
 The model exists to reproduce the paper and to show why formulation matters: the
@@ -254,14 +254,14 @@ def _parameters(inst: Instance, big_m: int | None) -> _Parameters:
     current = inst.current_placement()
 
     # Table 5 per (workload, GPU): a workload's profile depends on the GPU's model; a new
-    # memory-sized workload has a copy per profile name that fits it on some model
+    # memory-sized workload with a choice has a copy per profile name it may take on some model
     work: dict[str, Workload] = {}
     profile: dict[tuple[str, str], Profile] = {}
     copies: dict[str, tuple[str, str]] = {}
     taken = {w.id for w in inst.workloads}
     for w in inst.workloads:
         options = {gpu.id: profile_options(inst, w, gpu.model) for gpu in gpus}
-        if not (w.memory_sized and not w.running):
+        if all(len(ps) <= 1 for ps in options.values()):  # no choice: one profile per model
             work[w.id] = w
             profile.update(((w.id, k), ps[0]) for k, ps in options.items() if ps)
             continue

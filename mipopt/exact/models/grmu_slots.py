@@ -19,7 +19,7 @@ its shape, and ``Z`` counts the leavers of a host that land on that same host
 GPUs x shapes x starts plus running workloads x starts, not with new workloads.
 
 A new memory-sized workload's profile is a decision: its shape has pool slots for every
-profile that fits it (:func:`~mipopt.exact.preprocess.profile_options`), each slot a
+profile it may take (:func:`~mipopt.exact.preprocess.profile_options`), each slot a
 (GPU, start, profile); ``models/grmu-slots.md``, "Memory-sized workloads".
 """
 

@@ -43,6 +43,7 @@ __all__ = [
     "HostClass",
     "Shape",
     "WorkloadClass",
+    "dominates",
     "gpu_classes",
     "held_profile",
     "home_profile",
@@ -143,16 +144,56 @@ def profile_options(instance: Instance, workload: Workload, model: GpuModel) -> 
     """The profiles an exact model lets ``workload`` take on ``model``, smallest first; ``()``
     where it cannot run.
 
-    Every profile that fits (:meth:`~mipopt.instance.Instance.profiles_on`) for a new
-    memory-sized workload: the profile is the model's decision. One otherwise
-    (:meth:`~mipopt.instance.Instance.profile_on`): a workload's own, and a running
-    memory-sized workload keeps the profile it runs at (on a GPU of another model, the
-    smallest that fits).
+    For a new memory-sized workload every profile that fits
+    (:meth:`~mipopt.instance.Instance.profiles_on`) but those a smaller one dominates
+    (:func:`dominates`): the profile is the model's decision, and a dominated profile never
+    places more. One otherwise (:meth:`~mipopt.instance.Instance.profile_on`): a workload's
+    own, and a running memory-sized workload keeps the profile it runs at (on a GPU of
+    another model, the smallest that fits).
+
+    >>> from mipopt.instance import InstanceBuilder
+    >>> b = InstanceBuilder("demo")
+    >>> b.add_host("h", gpus={"g": "A100-80GB"})
+    >>> b.add_workload("r", memory_gb=30)
+    >>> inst = b.build()
+    >>> [p.name for p in inst.profiles_on(inst.workload("r"), inst.gpu("g").model)]
+    ['3g.40gb', '4g.40gb', '7g.80gb']
+    >>> [p.name for p in profile_options(inst, inst.workload("r"), inst.gpu("g").model)]
+    ['3g.40gb']
     """
     if workload.memory_sized and not workload.running:
-        return instance.profiles_on(workload, model)
+        fitting = instance.profiles_on(workload, model)
+        return tuple(q for k, q in enumerate(fitting) if not any(dominates(p, q) for p in fitting[:k]))
     profile = instance.profile_on(workload, model)
     return () if profile is None else (profile,)
+
+
+def dominates(p: Profile, q: Profile) -> bool:
+    """Whether profile ``p`` does all ``q`` does on their model, so that any placement holding an
+    instance of ``q`` stays valid with ``p`` there instead, at the same start.
+
+    ``p`` has no more compute and memory slots, may start wherever ``q`` may (its slots then
+    lie within ``q``'s), and allows as many instances as can fit apart (its count never
+    binds); neither is a media variant. On NVIDIA's models the smallest profile that fits a
+    request dominates every larger one (``models/grmu.md``, "Memory-sized workloads").
+    """
+    return (
+        p.compute <= q.compute
+        and p.memory_slots <= q.memory_slots
+        and set(q.starts) <= set(p.starts)
+        and p.max_instances >= _most_apart(p)
+        and not p.media_extension
+        and not q.media_extension
+    )
+
+
+def _most_apart(p: Profile) -> int:
+    """The most instances of ``p`` whose slots do not overlap (earliest end first is optimal on a line)."""
+    count, free_from = 0, 0
+    for start in sorted(p.starts, key=lambda s: s + p.memory_slots):
+        if start >= free_from:
+            count, free_from = count + 1, start + p.memory_slots
+    return count
 
 
 def placement_key(instance: Instance, workload: Workload) -> Hashable:
