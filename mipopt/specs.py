@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mipopt._fields import shown
-from mipopt.errors import InstanceError
+from mipopt.errors import InstanceError, ParameterTypeError
 from mipopt.limits import MAX_SPEC_CHARS, beyond
 
 __all__ = [
@@ -92,10 +92,6 @@ class Spec:
         text = self.name if self.inner is None else f"{self.name}({self.inner})"
         return text + (":" + ",".join(f"{k}={v}" for k, v in self.options.items()) if self.options else "")
 
-    def depth(self) -> int:
-        """How many specs this one wraps, one inside the other (``adapter(adapter(ff))``: 2)."""
-        return 0 if self.inner is None else 1 + self.inner.depth()
-
 
 def parse_spec(text: str, path: str = "spec") -> Spec:
     """``text`` read by the grammar of this module.
@@ -117,7 +113,7 @@ def parse_spec(text: str, path: str = "spec") -> Spec:
     mipopt.errors.InstanceError: method: 'adapter(ff' opens a parenthesis it does not close
     """
     if not isinstance(text, str):
-        raise InstanceError(path, f"must be a string, got {type(text).__name__}")
+        raise ParameterTypeError(path, f"must be a spec string, got {type(text).__name__} {text!r}"[:200])
     text = text.strip()
     if len(text) > MAX_SPEC_CHARS:
         raise InstanceError(path, f"{beyond(len(text), 'characters', MAX_SPEC_CHARS)}: {shown(text[:40])}...")
@@ -190,11 +186,13 @@ def _pieces(text: str) -> list[str]:
 def _options(text: str, path: str) -> dict[str, str]:
     pairs: list[list[str]] = []
     for piece in _pieces(text):
+        if not piece.strip():  # ff:start=lowest, (a trailing comma) or ,, say nothing
+            continue
         if "=" in piece and _KEY.fullmatch(piece.partition("=")[0].strip().replace("-", "_")):
             pairs.append(list(piece.partition("=")[::2]))
         elif pairs:  # a value with commas: objective=lex:acceptance,hardware
             pairs[-1][1] += "," + piece
-        elif piece.strip():
+        else:
             what = "is not key=value" if "=" not in piece else "does not start with a name"
             raise InstanceError(path, f"option {shown(piece.strip())} {what}")
     out: dict[str, str] = {}

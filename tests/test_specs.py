@@ -50,6 +50,8 @@ FIG2B = str(INSTANCES / "grmu_fig2b.json")
         ("alibaba:path=../data/a=b", Spec("alibaba", {"path": "../data/a=b"})),
         ("dask:address=10.0.0.5:8786", Spec("dask", {"address": "10.0.0.5:8786"})),
         ("ff:", Spec("ff")),
+        ("ff:start=lowest,", Spec("ff", {"start": "lowest"})),
+        ("grmu:,heavy=0.5,,release=off", Spec("grmu", {"heavy": "0.5", "release": "off"})),
         ("poisson:cluster=", Spec("poisson", {"cluster": ""})),
     ],
 )
