@@ -209,9 +209,11 @@ class Cluster(Occupancy):
         """Position in ``model.profiles`` of ``profile`` (default: ``w``'s own), None where ``w`` may not run."""
         if w.gpu_models is not None and model.name not in w.gpu_models:
             return None
-        if profile is None:  # its own, or a memory-sized one's default (the smallest that fits)
+        if profile is None and w.profile is not None:
+            return model.index(w.profile)
+        if profile is None:  # a memory-sized one's default: the smallest that fits
             own = self.instance.profile_on(w, model)
-            return None if own is None else model.profiles.index(own)
+            return None if own is None else model.index(own.name)
         return model.index(profile)
 
     def as_placed(self, wid: str) -> Workload:
