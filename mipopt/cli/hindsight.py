@@ -27,7 +27,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="free: alive instances re-arranged at every event; forbidden: an instance keeps its GPU "
         "and start (default free)",
     )
-    p.add_argument("--policy", action="append", default=[], metavar="NAME", help="repeatable: its ratio")
+    p.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="repeatable: its ratio; any policy of `mipopt simulate --help` (mfi, grmu:heavy=0.5, binpack, ...)",
+    )
     p.add_argument(
         "--time-limit",
         type=positive,
