@@ -42,7 +42,13 @@ import pyomo.environ as pyo
 
 from mipopt.catalog import GpuModel, Profile
 from mipopt.errors import InstanceError
-from mipopt.exact.preprocess import gpu_partitions, placement_key, running_classes, workload_classes
+from mipopt.exact.preprocess import (
+    dominates,
+    gpu_partitions,
+    placement_key,
+    running_classes,
+    workload_classes,
+)
 from mipopt.instance import Budget, Host, Instance, Workload
 
 USE_CASES = ("initial", "compaction", "reconfiguration", "joint")
@@ -364,33 +370,16 @@ def _round_down(room: float, demands: list[float]) -> float:
 
 def smallest_dominates(fitting: tuple[Profile, ...]) -> Profile | None:
     """None when the first (smallest) of ``fitting`` does all each later one does, else the
-    first later profile it does not: no more compute nor memory slots, each of its starts a
-    start of the smallest, and room for as many instances of the smallest as fit apart.
+    first later profile it does not (:func:`~mipopt.exact.preprocess.dominates`: no more compute
+    nor memory slots, each of its starts a start of the smallest, and room for as many instances
+    of the smallest as fit apart).
 
     >>> from mipopt.catalog import get_model
     >>> from mipopt.instance.types import fitting_profiles
     >>> smallest_dominates(fitting_profiles(get_model("H100-80GB"), 10)) is None
     True
     """
-    if not fitting:
-        return None
-    p = fitting[0]
-    apart = _most_apart(p)
-    for q in fitting[1:]:
-        if q.compute < p.compute or q.memory_slots < p.memory_slots or not set(q.starts) <= set(p.starts):
-            return q
-        if p.max_instances < apart:
-            return q
-    return None
-
-
-def _most_apart(p: Profile) -> int:
-    """The most instances of ``p`` whose slots do not overlap (earliest end first is optimal on a line)."""
-    count, free_from = 0, 0
-    for start in sorted(p.starts, key=lambda s: s + p.memory_slots):
-        if start >= free_from:
-            count, free_from = count + 1, start + p.memory_slots
-    return count
+    return next((q for q in fitting[1:] if not dominates(fitting[0], q)), None)
 
 
 def _refuse_undominated(instance: Instance) -> None:
