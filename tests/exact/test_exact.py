@@ -226,7 +226,7 @@ def test_cli_solves_with_every_heuristic_of_the_registry(capsys: pytest.CaptureF
     path = INSTANCES / "fbk_fig3.json"
     inst = load_instance(path)
     methods = [m.name for m in registered() if m.kind == "heuristic"] + ["adapter(mfi)"]
-    assert len(methods) == 5 + 13 + 1  # IBM batch rules, online policies (reopt among them), adapter
+    assert len(methods) == 5 + 15 + 1  # IBM batch rules, online policies (reopt, binpack, spread among them), adapter
     for method in methods:
         capsys.readouterr()
         assert main(["solve", str(path), "--method", method, "--json"]) == 0, method
