@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from factories import INSTANCES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mipopt
 from mipopt.cli import main
@@ -303,3 +305,26 @@ def test_simulate_help_lists_every_policy_with_its_options(capsys: Capsys) -> No
     assert listed.rstrip("\n") == "\n".join("  " + line for line in policies_text().splitlines())
     names = [line.split()[0] for line in policies_text().splitlines() if not line.startswith(" ")]
     assert names == [f"{n}(<policy>)" if n in WRAPPERS else n for n in POLICIES]
+
+
+# --- the canonical text of any spec reads back as the same spec
+
+NAMES = st.from_regex(r"[a-z0-9][a-z0-9_.-]{0,8}", fullmatch=True)
+KEYS = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
+# values: no '(' or ')' (a value's parentheses must balance: tested above), commas only before a
+# piece that is no key=value, never nan
+VALUES = st.from_regex(r"[A-Za-z0-9./:+;@-]{0,8}(,[A-Za-z0-9./:+;@-]{1,5})?", fullmatch=True).filter(
+    lambda v: v == v.strip() and not v.lower().lstrip("+-").startswith("nan")
+)
+
+
+@st.composite
+def specs(draw: st.DrawFn, depth: int = 0) -> Spec:
+    inner = draw(specs(depth + 1)) if depth < 4 and draw(st.booleans()) else None
+    return Spec(draw(NAMES), draw(st.dictionaries(KEYS, VALUES, max_size=3)), inner)
+
+
+@settings(max_examples=300, deadline=None)
+@given(specs())
+def test_the_text_of_a_spec_reads_back(spec: Spec) -> None:
+    assert parse_spec(str(spec)) == spec
