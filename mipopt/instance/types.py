@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from math import isfinite
-from numbers import Real
+from numbers import Integral, Real
 from operator import attrgetter
 from pathlib import Path
 
@@ -635,12 +635,12 @@ def _check_memory_sized(
         raise InstanceError(
             f"{path}.min_compute", "goes with memory_gb (a named profile has its own compute)"
         )
-    if isinstance(w.memory_gb, bool) or not isinstance(w.memory_gb, int | float):
+    if isinstance(w.memory_gb, bool) or not isinstance(w.memory_gb, Real):
         raise InstanceError(f"{path}.memory_gb", f"must be a number, got {type(w.memory_gb).__name__}")
     if not (isfinite(w.memory_gb) and 0 < w.memory_gb <= MAX_QUANTITY):
         raise InstanceError(f"{path}.memory_gb", f"must be > 0 and <= {MAX_QUANTITY:g}, got {w.memory_gb!r}")
     if w.min_compute is not None and (
-        isinstance(w.min_compute, bool) or not isinstance(w.min_compute, int) or w.min_compute < 1
+        isinstance(w.min_compute, bool) or not isinstance(w.min_compute, Integral) or w.min_compute < 1
     ):
         raise InstanceError(f"{path}.min_compute", f"must be an integer >= 1, got {w.min_compute!r}")
     pool = models_in_use or known
