@@ -6,9 +6,11 @@ arrive in file order at time 0). :func:`solve`, ``mipopt solve --method``, ``mip
 (:func:`mipopt.compare.compare_methods`) and the docs (``mipopt solve --list-methods``) all
 look names up here and nowhere else.
 
-A method name may carry options, as a policy's does: ``grmu:heavy=0.3``, ``adapter(ff)``,
-``exact:model=wpm,use_case=initial``. An option the method does not take is an error naming
-the option and the method, never ignored.
+A method name may carry options, read by the one grammar of spec strings (:mod:`mipopt.specs`),
+as a policy's are: ``grmu:heavy=0.3``, ``adapter(ff)``, ``exact:model=wpm,use_case=initial``. An
+option the method does not take is an error naming the option, the method and the options it
+takes, never ignored. An online policy has one name, the same here as in the simulator
+(:data:`mipopt.heuristics.policies.POLICIES`).
 
 Examples
 --------
@@ -103,7 +105,7 @@ class MethodSpec:
     run
         ``run(instance, **options) -> Solution``.
     policy
-        For an online policy run in batch: the policy spec it makes (``ibm-initial``), or for a
+        For an online policy run in batch: the policy spec it makes (``ibm-initial-online``, ``grmu:heavy=0.5``), or for a
         :class:`~mipopt.heuristics.online.Policy` object given instead of a name, its name.
     preset
         Options fixed by the name (``exact-initial`` is ``exact`` with ``use_case="initial"``).
