@@ -140,7 +140,7 @@ REFUSED = [
     ),
     (
         ["simulate", "--workload", "alibaba:path=trace", "--policy", "ff", "--out", "trace"],
-        "--out: trace/series.csv is in the input directory trace; write it elsewhere",
+        "--out: trace/jobs.csv is in the input directory trace; write it elsewhere",
     ),
     (["import", "kubernetes", "--nodes", "nodes.json", "--out", "nodes.json"], f"--out: nodes.json {INPUT}"),
     (
@@ -190,11 +190,11 @@ def test_a_read_only_directory_is_named(work: Path, capsys: Capsys) -> None:
 def test_simulate_replaces_its_set_and_keeps_other_files(work: Path, capsys: Capsys) -> None:
     assert run(capsys, *SIMULATE, "--seed", "1", "--out", "out")[0] == 0
     first = snapshot(work / "out")
-    assert sorted(first) == ["series.csv", "series.png", "summary.csv"]
+    assert sorted(first) == ["jobs.csv", "series.csv", "series.png", "summary.csv"]
     (work / "out" / "notes.txt").write_text("mine\n")
     assert run(capsys, *SIMULATE, "--seed", "2", "--out", "out")[0] == 0
     second = snapshot(work / "out")
-    assert sorted(second) == ["notes.txt", "series.csv", "series.png", "summary.csv"]
+    assert sorted(second) == ["jobs.csv", "notes.txt", "series.csv", "series.png", "summary.csv"]
     assert second["notes.txt"] == b"mine\n"
     assert second["series.csv"] != first["series.csv"]
     assert staging_left(work) == []
@@ -235,7 +235,7 @@ def test_a_stop_while_the_set_is_renamed_waits_until_it_is_in_place(
     monkeypatch.setattr(cli_outputs, "_replace", stopped)
     code, _out, err = run(capsys, *SIMULATE, "--seed", "4", "--out", "out")
     assert (code, err) == (143, "mipopt: terminated\n")
-    assert renames == ["series.csv", "series.png", "summary.csv"]
+    assert renames == ["jobs.csv", "series.csv", "series.png", "summary.csv"]
     new = snapshot(work / "out")
     assert sorted(new) == sorted(old) and all(new[name] != old[name] for name in old)
     assert staging_left(work) == []
