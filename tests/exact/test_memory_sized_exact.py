@@ -107,7 +107,7 @@ def test_named_and_memory_sized_requests_mixed() -> None:
         ],
     )
     # 2 x 8 slots: n-4g (4) + n-3g (4) fill g0; g1 takes m-35 (3g.40gb, 4) + m-20-2g (2g.20gb) +
-    # m-10 (1g.10gb); m-60 needs a whole GPU: acceptance 1 + 1 + 1 + 1 + 2 = 6 of 8
+    # m-10 (1g.10gb); m-60 needs a whole GPU: acceptance 1 + 1 + 1 + 1 + 2 = 6 of 7
     optima = {model: optimum(solved(inst, model)) for model in MODELS}
     assert set(optima.values()) == {(6, 4, 0, 0)}, optima
     sol = solved(inst, "grmu")
