@@ -30,39 +30,48 @@ from typing import Any
 from benchmarks import common
 
 ALIBABA = common.REPO_ROOT.parent / "shared" / "data" / "alibaba-gpu-v2023"
-#: name -> (simulate arguments with {trace} for the trace folder, target seconds, target MB, needs the trace)
-COMMANDS: dict[str, tuple[str, float | None, float | None, bool]] = {
+MIGBENCH = "../shared/migbench/full-control-plane-v3-trace.jsonl"  # MIGBench's published trace, from the repo
+#: name -> (simulate arguments with {trace} for the Alibaba trace folder, target seconds, target MB,
+#: the shared data it needs: "alibaba" (the folder given), a path from the repository, or None)
+COMMANDS: dict[str, tuple[str, float | None, float | None, str | None]] = {
     "fbk": (
         "--workload fbk:distribution=skew-big --policy mfi --policy ff-agnostic --policy rr --policy bf-bi:by-amount=true",
         None,
         None,
-        False,
+        None,
     ),
     "poisson": (
         "--workload poisson:gpus=16,load=0.9,mix=skew-big --policy mfi --policy ff",
         None,
         None,
-        False,
+        None,
     ),
     "poisson-cluster": (
         "--workload poisson:cluster=instances/quickstart.json,mix=1g.10gb:3;3g.40gb:1 --policy mfi --policy ff "
         "--queue-timeout 2",
         None,
         None,
-        False,
+        None,
     ),
     "alibaba": (
         "--workload alibaba:path={trace},gpus_per_host=1,duration_scale=20000 --policy ff --policy mcc --policy grmu",
         60.0,
         2048.0,
-        True,
+        "alibaba",
     ),
     "alibaba-every-departure": (
         "--workload alibaba:path={trace},gpus_per_host=1,duration_scale=20000 --policy ff --policy mcc --policy grmu "
         "--horizon inf",
         60.0,
         2048.0,
-        True,
+        "alibaba",
+    ),
+    "migbench": (
+        f"--workload migbench:path={MIGBENCH} --policy ff:start=lowest --policy binpack --policy spread "
+        "--queue-timeout inf",
+        None,
+        None,
+        MIGBENCH,
     ),
 }
 COLUMNS = (
@@ -83,9 +92,12 @@ COLUMNS = (
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name in args.commands:
-        text, target_s, target_mb, needs_trace = COMMANDS[name]
-        if needs_trace and not (args.trace / "openb_pod_list_default.csv").is_file():
+        text, target_s, target_mb, needs = COMMANDS[name]
+        if needs == "alibaba" and not (args.trace / "openb_pod_list_default.csv").is_file():
             common.progress(f"{name}: left out, no Alibaba trace in {args.trace}")
+            continue
+        if needs not in (None, "alibaba") and not (common.REPO_ROOT / needs).is_file():
+            common.progress(f"{name}: left out, no {needs}")
             continue
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "sim"
