@@ -209,12 +209,11 @@ GPU_MODELS = ("A100-80GB", "H100-80GB", "A100-40GB", "LAB-8SLOT")
 MEMORIES = (5, 10, 12, 20, 24, 35, 40)
 
 
-def random_instance(seed: int, gpus: int | None = None) -> Instance:
-    """2-4 GPUs (or ``gpus``), 2-4 requests (some named, some sized by memory, some weighing
-    2), and running workloads where first fit put 1-3 earlier ones."""
+def random_instance(seed: int) -> Instance:
+    """2-4 GPUs, 2-4 requests (some named, some sized by memory, some weighing 2), and running
+    workloads where first fit put 1-3 earlier ones."""
     rng = np.random.default_rng(seed)
-    count = int(rng.integers(2, 5)) if gpus is None else gpus
-    models = {f"g{k}": str(rng.choice(GPU_MODELS)) for k in range(count)}
+    models = {f"g{k}": str(rng.choice(GPU_MODELS)) for k in range(int(rng.integers(2, 5)))}
     names = sorted({p["name"] for p in LAB["profiles"]} | {"3g.40gb", "2g.20gb", "1g.10gb"})
 
     def request(wid: str) -> dict[str, Any]:
@@ -254,24 +253,8 @@ def random_instance(seed: int, gpus: int | None = None) -> Instance:
     return instance(f"random-{seed}", models, running + new, custom_gpu_models=[LAB])
 
 
-@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("seed", range(24))
 def test_random_instances_have_equal_optima(seed: int) -> None:
-    inst = random_instance(seed)
-    optima = {model: optimum(solved(inst, model)) for model in ("grmu", "grmu-slots")}
-    assert len(set(optima.values())) == 1, optima
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_random_instances_of_two_gpus_have_the_paper_models_optima(seed: int) -> None:
-    # the paper form's big-M rows take seconds from four GPUs on (models/grmu-paper.md)
-    inst = random_instance(100 + seed, gpus=2)
-    optima = {model: optimum(solved(inst, model)) for model in MODELS}
-    assert len(set(optima.values())) == 1, optima
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(16, 32))
-def test_more_random_instances_have_equal_optima(seed: int) -> None:
     inst = random_instance(seed)
     optima = {model: optimum(solved(inst, model)) for model in MODELS}
     assert len(set(optima.values())) == 1, optima
