@@ -937,6 +937,9 @@ def _read_xml(text: str, file: str) -> tuple[ET.Element, dict[int, int]]:
     parser.CharacterDataHandler = builder.data
     try:
         parser.Parse(text.lstrip("\ufeff"), True)
+    except UnicodeEncodeError as err:  # a lone surrogate: expat takes the text as UTF-8
+        line = text.count("\n", 0, err.start) + 1
+        raise NvidiaSmiError(file, line, "well-formed nvidia-smi -q -x XML", "a lone surrogate") from None
     except expat.ExpatError as err:
         last = max(len(text.splitlines()), 1)
         reason = expat.ErrorString(err.code) or str(err)

@@ -335,3 +335,13 @@ def _form(text: str) -> str:
         return detect(text, "f")
     except InstanceError:
         return ""
+
+
+def test_a_lone_surrogate_in_xml_text_is_one_line() -> None:
+    """Text handed to the XML reader (not a file, which is decoded first) with a lone surrogate:
+    expat cannot take it as UTF-8 (hypothesis found the UnicodeEncodeError)."""
+    from mipopt.interop.nvidia_smi import parse_query_xml
+
+    with pytest.raises(InstanceError) as err:
+        parse_query_xml("<nvidia_smi_log>\n\ud800</nvidia_smi_log>\n", "q.xml")
+    assert str(err.value) == "q.xml:2: expected well-formed nvidia-smi -q -x XML, got 'a lone surrogate'"
