@@ -273,3 +273,28 @@ def test_the_kept_model_offers_every_kept_set_with_its_restarts() -> None:
     assert any(cfg[seven] for cfg, keep in zip(unit.configs, unit.kept, strict=True) if not keep)
     keep = build_config(inst, mode="keep")
     assert len(keep.units[0].configs) < len(unit.configs)
+
+
+def test_the_aggregated_decoding_gives_a_gpu_the_configuration_that_keeps_its_starts() -> None:
+    """A 1g.10gb running at slot 0 of an A100-80GB: a configuration with a 4g.40gb (start 0 only)
+    cannot keep it there, one with a 3g.40gb (at 4) can; the aggregated decoding scores
+    configurations so, where it used to count profile room only."""
+    b = InstanceBuilder("one")
+    b.add_host("h", {"g": "A100-80GB"})
+    b.add_workload("a", "1g.10gb", migration_weight=2.0, placement=("g", 0))
+    b.add_workload("n", "4g.40gb")
+    b.add_workload("m", "3g.40gb")
+    inst = b.build()
+    built = build_config(inst, mode="aggregate")
+    model = inst.gpu("g").model
+
+    def vector(**counts: int) -> tuple[int, ...]:
+        out = [0] * len(model.profiles)
+        for name, n in counts.items():
+            out[model.index(name.replace("_", "."))] = n  # type: ignore[index]
+        return tuple(out)
+
+    assert built._keeps(model, "g", vector(**{"4g_40gb": 1, "1g_10gb": 1}))[0] == 0.0
+    assert built._keeps(model, "g", vector(**{"3g_40gb": 1, "1g_10gb": 1})) == (2.0, frozenset({0}))
+    placed = verify(inst, solve_exact(inst)).objectives
+    assert (placed.acceptance, placed.restarts) == (2.0, 0.0)  # m at 4 beside a at 0, n left out

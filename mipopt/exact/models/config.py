@@ -139,8 +139,9 @@ class ConfigModel:
     def decode(self) -> dict[str, tuple[str, int]]:
         """The placement in the model's current values: workload -> (GPU, start).
 
-        Per unit, configurations go to GPUs (in a counted unit, to the GPUs whose running
-        workloads they keep best); stayers stay; a shape's counted items on a host go to
+        Per unit, configurations go to GPUs (in the aggregated variant by an assignment that
+        keeps the most running workloads on their own starts, which are then held there);
+        stayers stay; a shape's counted items on a host go to
         its leavers from that host first, then to other leavers, then to accepted new
         workloads; each GPU's content is indexed keeping the most running workloads on
         their own starts (:func:`~mipopt.exact.preprocess.indexing.index_keeping`). The
@@ -149,16 +150,15 @@ class ConfigModel:
         m = self.model
         config_of: dict[str, Vector] = {}
         stayers: dict[str, list[str]] = defaultdict(list)  # gpu -> running workloads kept there
-        running: dict[str, list[Workload]] = defaultdict(list)
-        if self.mode == "aggregate":
-            for shape in self.shapes:
-                for wid in shape.running:
-                    running[home_gpu(self.instance, wid)].append(self.instance.workload(wid))
-        held: dict[str, dict[str, tuple[int, int]]] = {}  # keep variant: stayers kept on their starts
+        held: dict[str, dict[str, tuple[int, int]]] = {}  # gpu -> running workloads kept on their starts
         for k, unit in enumerate(self.units):
             chosen = [c for c in range(len(unit.configs)) for _ in range(_count(m.N[k, c]))]
-            self._assign(unit, [unit.configs[c] for c in chosen], config_of, running)
-            if unit.kept:  # a unit's GPUs are alike: any takes any of its configurations
+            if self.mode == "aggregate":
+                held.update(self._assign_keeping(unit, [unit.configs[c] for c in chosen], config_of))
+                continue
+            # a unit's GPUs are alike (named: one GPU): any takes any of its configurations
+            config_of.update(zip(unit.gpus, (unit.configs[c] for c in chosen), strict=False))
+            if unit.kept:
                 for gpu_id, c in zip(unit.gpus, chosen, strict=False):
                     held[gpu_id] = self._kept_stayers(unit, gpu_id, unit.kept[c])
         for k, (u, members) in enumerate(self.stays):
@@ -174,51 +174,87 @@ class ConfigModel:
                 for wid in shape.running:
                     stayers[home_gpu(self.instance, wid)].append(wid)
         elif self.mode == "aggregate":  # running workloads keep their GPU where its configuration has room
-            self._aggregate_stayers(config_of, quota, stayers)
+            self._aggregate_stayers(config_of, quota, stayers, held)
         return self._place(config_of, stayers, quota, held)
 
-    def _assign(
-        self,
-        unit: _Unit,
-        configs: list[Vector],
-        config_of: dict[str, Vector],
-        running: dict[str, list[Workload]],
-    ) -> None:
-        """Give each chosen configuration to one GPU of the unit, keeping ``running`` (movable
-        running workloads by GPU, aggregate variant) home."""
-        if unit.named or len(unit.gpus) == 1:
-            if configs:
-                config_of[unit.gpus[0]] = configs[0]
-            return
-        order = sorted(unit.gpus, key=lambda g: -sum(w.migration_weight for w in running[g]))
+    def _assign_keeping(
+        self, unit: _Unit, configs: list[Vector], config_of: dict[str, Vector]
+    ) -> dict[str, dict[str, tuple[int, int]]]:
+        """Aggregated variant: give the unit's chosen configurations to its GPUs, the GPUs with
+        the most running delta first, each the configuration that keeps the most of it on their
+        own starts; return, per GPU, the running workloads held there with (profile index, start)."""
+        out: dict[str, dict[str, tuple[int, int]]] = {}
         left = list(configs)
-        for gpu in order:
-            if not left:
-                break
-            best = max(range(len(left)), key=lambda i: self._kept_weight(unit.model, left[i], running[gpu]))
-            config_of[gpu] = left.pop(best)
+        order = sorted(unit.gpus, key=lambda g: -sum(w.migration_weight for w in self._movable_on(g)))
+        for gpu_id in order[: len(configs)]:
+            gains = [self._keeps(unit.model, gpu_id, cfg) for cfg in left]
+            best = max(range(len(left)), key=lambda i: gains[i][0])
+            config_of[gpu_id] = left.pop(best)
+            running = self._movable_on(gpu_id)
+            stayers = _stayers(unit.model, running)
+            want = [stayers[x] for x in gains[best][1]]
+            out[gpu_id] = {}
+            for w in running:
+                key = _stayer(unit.model, w)
+                if key in want:
+                    want.remove(key)
+                    out[gpu_id][w.id] = key[:2]
+        return out
 
-    def _kept_weight(self, model: GpuModel, config: Vector, running: list[Workload]) -> float:
-        room = list(config)
-        kept = 0.0
-        for w in sorted(running, key=lambda w: -w.migration_weight):
-            p = model.profiles.index(home_profile(self.instance, w))
-            if room[p] > 0:
-                room[p] -= 1
-                kept += w.migration_weight
-        return kept
+    def _keeps(self, model: GpuModel, gpu_id: str, config: Vector) -> tuple[float, frozenset[int]]:
+        """The most delta of ``gpu_id``'s movable running workloads that ``config`` can hold on
+        their own starts, and their positions in :func:`_stayers`: the keep variant's best option
+        (kept set K, multiset around it) that contains ``config`` and whose K it contains."""
+        running = self._movable_on(gpu_id)
+        if not running:
+            return 0.0, frozenset()
+        stayers = _stayers(model, running)
+        st = self._states[gpu_id]
+        own = tuple(sorted(self._profiles_in_use[model.name] | {x[0] for x in stayers}))
+        zeros = (0,) * len(model.profiles)
+        best: tuple[float, frozenset[int]] = (0.0, frozenset())
+        for vec, keep in _kept_options(model, st.mask, st.counts, st.media_used, own, zeros, stayers, True):
+            delta = sum(stayers[x][2] for x in keep)
+            if delta <= best[0] or any(a > b for a, b in zip(config, vec, strict=True)):
+                continue
+            need = list(zeros)
+            for x in keep:
+                need[stayers[x][0]] += 1
+            if all(a >= b for a, b in zip(config, need, strict=True)):
+                best = (delta, keep)
+        return best
+
+    def _movable_on(self, gpu_id: str) -> list[Workload]:
+        return [w for w in self._running_on.get(gpu_id, ()) if w.id not in self.fixed]
+
+    @functools.cached_property
+    def _states(self) -> dict[str, FixedState]:
+        return {st.gpu: st for st in fixed_states(self.instance, frozenset(self.fixed))}
+
+    @functools.cached_property
+    def _profiles_in_use(self) -> dict[str, set[int]]:
+        out: dict[str, set[int]] = defaultdict(set)
+        for (_, name), indices in self.options_of.items():
+            out[name].update(indices)
+        return out
 
     def _aggregate_stayers(
         self,
         config_of: dict[str, Vector],
         quota: dict[tuple[int, str, str, int], int],
         stayers: dict[str, list[str]],
+        held: dict[str, dict[str, tuple[int, int]]],
     ) -> None:
+        """Running workloads stay on their GPU where its configuration has room and their shape's
+        items on the host are not used up: those the configuration holds on their own starts
+        (``held``) first, then by delta; a held one that cannot stay is no longer held."""
         inst = self.instance
         shape_of = {w: c for c, shape in enumerate(self.shapes) for w in shape.running}
         room = {g: list(c) for g, c in config_of.items()}
+        kept = {w for ws in held.values() for w in ws}
         for w in sorted(
-            (inst.workload(w) for s in self.shapes for w in s.running), key=lambda w: -w.migration_weight
+            (inst.workload(w) for s in self.shapes for w in s.running),
+            key=lambda w: (w.id not in kept, -w.migration_weight),
         ):
             gpu = inst.gpu(home_gpu(self.instance, w.id))
             p = gpu.model.profiles.index(home_profile(inst, w))
@@ -227,6 +263,8 @@ class ConfigModel:
                 room[gpu.id][p] -= 1
                 quota[key] -= 1
                 stayers[gpu.id].append(w.id)
+            elif w.id in kept:
+                del held[gpu.id][w.id]
 
     @functools.cached_property
     def _running_on(self) -> dict[str, list[Workload]]:
