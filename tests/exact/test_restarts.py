@@ -288,13 +288,10 @@ def test_the_aggregated_decoding_gives_a_gpu_the_configuration_that_keeps_its_st
     built = build_config(inst, mode="aggregate")
     model = inst.gpu("g").model
 
-    def vector(**counts: int) -> tuple[int, ...]:
-        out = [0] * len(model.profiles)
-        for name, n in counts.items():
-            out[model.index(name.replace("_", "."))] = n  # type: ignore[index]
-        return tuple(out)
+    def vector(*names: str) -> tuple[int, ...]:
+        return tuple(sum(1 for n in names if model.find(n) is p) for p in model.profiles)
 
-    assert built._keeps(model, "g", vector(**{"4g_40gb": 1, "1g_10gb": 1}))[0] == 0.0
-    assert built._keeps(model, "g", vector(**{"3g_40gb": 1, "1g_10gb": 1})) == (2.0, frozenset({0}))
+    assert built._keeps(model, "g", vector("4g.40gb", "1g.10gb"))[0] == 0.0
+    assert built._keeps(model, "g", vector("3g.40gb", "1g.10gb")) == (2.0, frozenset({0}))
     placed = verify(inst, solve_exact(inst)).objectives
     assert (placed.acceptance, placed.restarts) == (2.0, 0.0)  # m at 4 beside a at 0, n left out
