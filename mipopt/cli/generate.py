@@ -1,4 +1,4 @@
-"""``mipopt generate``: write a seeded generated instance (today the IBM WPM set-up)."""
+"""``mipopt generate``: write a seeded generated instance (the IBM WPM set-up, the dense class)."""
 
 from __future__ import annotations
 
@@ -51,28 +51,50 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     g.add_argument("--gpus-per-host", type=count, default=8, metavar="N", help="GPUs per host (default 8)")
     g.add_argument("--out", metavar="FILE", help="write the instance JSON (atomically); default: print it")
     g.set_defaults(func=run)
+    d = kinds.add_parser(
+        "dense",
+        help="few hosts of 4-8 GPUs whose cpu and ram bind, some running workloads pinned",
+        description="The dense class of the exact model; see mipopt.workloads.dense_instance.",
+    )
+    d.add_argument("--hosts", type=count, required=True, metavar="N", help="hosts")
+    d.add_argument("--gpus-per-host", type=count, default=8, metavar="N", help="GPUs per host (default 8)")
+    d.add_argument("--seed", type=non_negative, default=0, help="generator seed (default 0)")
+    d.add_argument(
+        "--models",
+        default="A100-80GB",
+        metavar="A[,B]",
+        help="one GPU model, or two mixed on every host (default A100-80GB)",
+    )
+    d.add_argument("--out", metavar="FILE", help="write the instance JSON (atomically); default: print it")
+    d.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mipopt.instance import instance_to_dict
-    from mipopt.workloads import ibm_instance
+    from mipopt.instance import Instance, instance_to_dict
+    from mipopt.workloads import dense_instance, ibm_instance
 
     outputs = Outputs()
     outputs.file("--out", args.out)
-    try:
-        model = get_model(args.model).name
-    except KeyError as err:
-        raise BadInput(f"--model: {err.args[0]}") from None
-    inst = ibm_instance(
-        args.gpus,
-        seed=args.seed,
-        used_fraction=args.used,
-        load=args.load,
-        load_basis=args.load_basis,
-        model=model,
-        gpus_per_host=args.gpus_per_host,
-        pinned_fraction=args.pinned,
-    )
+    inst: Instance
+    if args.workload == "dense":
+        models = [_model("--models", name) for name in args.models.split(",")]
+        if len(models) > 2:
+            raise BadInput(f"--models: one or two GPU models, got {len(models)}")
+        try:
+            inst = dense_instance(args.hosts, seed=args.seed, gpus_per_host=args.gpus_per_host, models=models)
+        except ValueError as err:  # the size limit, named by its parameters
+            raise BadInput(str(err).replace("hosts x gpus_per_host", "--hosts x --gpus-per-host")) from None
+    else:
+        inst = ibm_instance(
+            args.gpus,
+            seed=args.seed,
+            used_fraction=args.used,
+            load=args.load,
+            load_basis=args.load_basis,
+            model=_model("--model", args.model),
+            gpus_per_host=args.gpus_per_host,
+            pinned_fraction=args.pinned,
+        )
     data = instance_to_dict(inst)
     if args.out is None:
         print_json(data)
@@ -85,3 +107,10 @@ def run(args: argparse.Namespace) -> int:
         f"{len(inst.running)} running and {len(inst.new)} new workloads"
     )
     return EXIT_OK
+
+
+def _model(flag: str, name: str) -> str:
+    try:
+        return get_model(name).name
+    except KeyError as err:
+        raise BadInput(f"{flag}: {err.args[0]}") from None

@@ -15,6 +15,8 @@ name an instance or trace by its arguments alone.
 * :func:`hard_instance`: the hard class of the exact model's migrations stage: hosts of
   two GPUs of two models, host cpu and ram drawn per workload and binding, half of the
   workloads running and movable.
+* :func:`dense_instance`: the dense class of the exact model (issue 26): few hosts of 4-8 GPUs
+  (one model, or two mixed on every host) whose cpu and ram bind, some running workloads pinned.
 * :func:`alibaba_trace`: the Alibaba GPU trace 2023 mapped to MIG as in the GRMU paper
   (section 8.1); :func:`alibaba_summary` counts it and its peak load (:func:`alibaba_peak`).
   The mapped cluster at its peak as a first-fit replay leaves it is an instance by replay,
@@ -24,6 +26,7 @@ name an instance or trace by its arguments alone.
 """
 
 from mipopt.workloads.alibaba import alibaba_peak, alibaba_summary, alibaba_trace
+from mipopt.workloads.dense import dense_instance
 from mipopt.workloads.fbk import FBK_DISTRIBUTIONS, fbk_trace
 from mipopt.workloads.hard import hard_instance
 from mipopt.workloads.ibm import ibm_instance
@@ -35,6 +38,7 @@ __all__ = [
     "alibaba_peak",
     "alibaba_summary",
     "alibaba_trace",
+    "dense_instance",
     "fbk_trace",
     "hard_instance",
     "ibm_instance",

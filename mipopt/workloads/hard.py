@@ -20,7 +20,7 @@ import numpy as np
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.workloads.layout import GpuFill, check_gpus, host_layout
+from mipopt.workloads.layout import GpuFill, check_gpus, check_integers, host_layout
 
 __all__ = ["hard_instance"]
 
@@ -257,9 +257,7 @@ def _rates(label: str, values: Sequence[float], *, positive: bool) -> list[float
 
 
 def _check(n_gpus: int, seed: int, gpus_per_host: int, running_share: float, host_fraction: float) -> None:
-    for label, value, low in (("n_gpus", n_gpus, 1), ("seed", seed, 0), ("gpus_per_host", gpus_per_host, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{label} must be an integer of at least {low}, got {value!r}")
+    check_integers(("n_gpus", n_gpus, 1), ("seed", seed, 0), ("gpus_per_host", gpus_per_host, 1))
     check_gpus(n_gpus, "n_gpus")
     if not 0 < running_share <= 1:  # also false for NaN
         raise ValueError(f"running_share must be in (0, 1], got {running_share!r}")

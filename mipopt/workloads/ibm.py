@@ -20,7 +20,7 @@ import numpy as np
 from mipopt.catalog import GpuModel, Profile, get_model
 from mipopt.geometry import tables_for
 from mipopt.instance import Instance, InstanceBuilder
-from mipopt.workloads.layout import GpuFill, check_gpus, host_layout
+from mipopt.workloads.layout import GpuFill, check_gpus, check_shares, host_layout
 
 LoadBasis = Literal["cluster", "free"]
 Weights = Literal["size", "unit"]
@@ -281,13 +281,7 @@ def _check_arguments(
     check_gpus(n_gpus, "n_gpus")
     if isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or gpus_per_host < 1:
         raise ValueError(f"gpus_per_host must be an integer of at least 1, got {gpus_per_host!r}")
-    for label, value in (
-        ("used_fraction", used_fraction),
-        ("load", load),
-        ("pinned_fraction", pinned_fraction),
-    ):
-        if not 0 <= value <= 1:  # also false for NaN
-            raise ValueError(f"{label} must be in [0, 1], got {value!r}")
+    check_shares(("used_fraction", used_fraction), ("load", load), ("pinned_fraction", pinned_fraction))
     if host_fraction is not None and not host_fraction > 0:
         raise ValueError(
             f"host_fraction must be positive (or None for unlimited hosts), got {host_fraction!r}"

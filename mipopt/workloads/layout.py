@@ -42,6 +42,20 @@ def check_gpus(value: Any, label: str) -> int:
     return value
 
 
+def check_integers(*items: tuple[str, Any, int]) -> None:
+    """Each (label, value, least) a whole number of at least ``least``; else ValueError naming it."""
+    for label, value, low in items:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{label} must be an integer of at least {low}, got {value!r}")
+
+
+def check_shares(*items: tuple[str, float]) -> None:
+    """Each (label, value) a share in [0, 1]; else ValueError naming it (NaN too)."""
+    for label, value in items:
+        if not 0 <= value <= 1:  # also false for NaN
+            raise ValueError(f"{label} must be in [0, 1], got {value!r}")
+
+
 def host_layout(gpus: int, gpus_per_host: int) -> list[tuple[str, list[str]]]:
     """``gpus`` GPUs in hosts of ``gpus_per_host`` (the last holds the remainder): (host id, GPU ids).
 
