@@ -160,7 +160,7 @@ class ConfigModel:
             config_of.update(zip(unit.gpus, (unit.configs[c] for c in chosen), strict=False))
             if unit.kept:
                 for gpu_id, c in zip(unit.gpus, chosen, strict=False):
-                    held[gpu_id] = self._kept_stayers(unit, gpu_id, unit.kept[c])
+                    held[gpu_id] = self._kept_stayers(unit.model, unit.stayers, gpu_id, unit.kept[c])
         for k, (u, members) in enumerate(self.stays):
             gpu = self.units[u].gpus[0]
             first = held.get(gpu, {})  # the kept variant's kept stayers first
@@ -190,15 +190,8 @@ class ConfigModel:
             gains = [self._keeps(unit.model, gpu_id, cfg) for cfg in left]
             best = max(range(len(left)), key=lambda i: gains[i][0])
             config_of[gpu_id] = left.pop(best)
-            running = self._movable_on(gpu_id)
-            stayers = _stayers(unit.model, running)
-            want = [stayers[x] for x in gains[best][1]]
-            out[gpu_id] = {}
-            for w in running:
-                key = _stayer(unit.model, w)
-                if key in want:
-                    want.remove(key)
-                    out[gpu_id][w.id] = key[:2]
+            stayers = _stayers(unit.model, self._movable_on(gpu_id))
+            out[gpu_id] = self._kept_stayers(unit.model, stayers, gpu_id, gains[best][1])
         return out
 
     def _keeps(self, model: GpuModel, gpu_id: str, config: Vector) -> tuple[float, frozenset[int]]:
@@ -274,13 +267,15 @@ class ConfigModel:
                 out[w.placement.gpu].append(w)
         return out
 
-    def _kept_stayers(self, unit: _Unit, gpu_id: str, kept: frozenset[int]) -> dict[str, tuple[int, int]]:
-        """The running workloads of ``gpu_id`` at positions ``kept`` of ``unit.stayers``, with
-        (profile index, start)."""
+    def _kept_stayers(
+        self, model: GpuModel, stayers: tuple[tuple[int, int, float], ...], gpu_id: str, kept: frozenset[int]
+    ) -> dict[str, tuple[int, int]]:
+        """The movable running workloads of ``gpu_id`` at positions ``kept`` of ``stayers`` (its
+        :func:`_stayers`), with (profile index, start)."""
         out: dict[str, tuple[int, int]] = {}
-        want = [unit.stayers[i] for i in sorted(kept)]
+        want = [stayers[i] for i in sorted(kept)]
         for w in self._running_on.get(gpu_id, ()):
-            key = _stayer(unit.model, w)
+            key = _stayer(model, w)
             if w.id not in self.fixed and key in want:
                 want.remove(key)
                 out[w.id] = key[:2]
