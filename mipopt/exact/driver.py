@@ -84,6 +84,14 @@ class ObjectiveSpec:
         """Every objective, the spec's first, the rest in :data:`OBJECTIVES` order (tie-breakers)."""
         return (*self.names, *(n for n in OBJECTIVES if n not in self.names))
 
+    def weighed(self) -> tuple[str, ...]:
+        """The objectives a ``weighted:`` spec gives a positive weight."""
+        return tuple(n for n, w in zip(self.names, self.values, strict=True) if w > 0)
+
+    def total(self, values: dict[str, float]) -> float:
+        """The weighted sum of ``values``, each objective signed so that smaller is better."""
+        return sum(w * _sign(n) * values[n] for n, w in zip(self.names, self.values, strict=True))
+
 
 #: The largest weight of ``weighted:``: 1.7e308 times a count of workloads is infinite, and
 #: beside a weight 1e9 times larger a weight of 1 is lost in the solver's relative tolerances.
@@ -360,17 +368,12 @@ class Incumbent:
         names = [n for n in order if n not in tolerant] + [n for n in order if n in tolerant]
         ordered = tuple(_sign(n) * values[n] for n in names)
         if self.spec.mode == "weighted":
-            total = sum(
-                w * _sign(n) * values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)
-            )
-            return (total, *ordered)
+            return (self.spec.total(values), *ordered)
         return ordered
 
     def weighted(self) -> float:
         """The weighted objective (maximized) of the placement held."""
-        return -sum(
-            w * _sign(n) * self.values[n] for n, w in zip(self.spec.names, self.spec.values, strict=True)
-        )
+        return -self.spec.total(self.values)
 
     def offer(self, placed: Placed, source: str, profiles: dict[str, str] | None = None) -> bool:
         """Keep ``placed`` (with the ``profiles`` chosen for memory-sized workloads) if it obeys
@@ -587,10 +590,9 @@ class _Run:
         if termination is Termination.INFEASIBLE and self.best.placed is None:
             self.infeasible = True
         unchecked = result.objective is None or value is None
-        weighed = [n for n, w in zip(self.spec.names, self.spec.values, strict=True) if w > 0]
         relaxed = (
             name in built.relaxed
-            or (name == "weighted" and any(n in built.relaxed for n in weighed))
+            or (name == "weighted" and any(n in built.relaxed for n in self.spec.weighed()))
             or (built.relaxed and len(self.limits) > 0)
         )
         if (
@@ -680,7 +682,7 @@ class _Run:
             started = time.perf_counter()
             seen.add(stage.name)
             if stage.name == "weighted":
-                seen.update(n for n, w in zip(self.spec.names, self.spec.values, strict=True) if w > 0)
+                seen.update(self.spec.weighed())
             if stage.name != "weighted" and seen <= {"acceptance", "hardware"}:
                 label = "aggregate"
             else:  # the detailed variant, with kept sets where restarts are asked for
@@ -973,12 +975,7 @@ def _given_start(instance: Instance, work: Instance, start: Solution) -> tuple[P
     if not report.valid:
         raise InstanceError("warm_start", f"not a valid placement of {instance.name}: {report.violations[0]}")
     ids = {w.id for w in work.workloads}
-    return {w: spot for w, spot in start.placed().items() if w in ids}, _profiles(start)
-
-
-def _profiles(solution: Solution) -> dict[str, str]:
-    """The profiles a solution's placements carry (memory-sized workloads')."""
-    return {a.workload: a.profile for a in solution.placements if a.profile is not None}
+    return {w: spot for w, spot in start.placed().items() if w in ids}, start.profiles()
 
 
 def _portfolio(
@@ -999,7 +996,7 @@ def _portfolio(
         sol = heuristic(work)
         pace = max(pace if i else 0.0, time.monotonic() - t0)
         if sol.status is not Status.NONE:
-            yield name, sol.placed(), _profiles(sol)
+            yield name, sol.placed(), sol.profiles()
 
 
 def _rounded_bound(expr: Any, bound: float | None, sense: Any) -> float | None:
