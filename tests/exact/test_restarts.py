@@ -171,6 +171,21 @@ def test_the_keep_model_counts_kept_stayers_exactly() -> None:
     assert all(kept for kept, _ in options)  # keeping neither never offers more
 
 
+def restarts_proven_on(inst: mipopt.Instance, variant: str) -> tuple[float, float | None]:
+    """Migrations and restarts of the configuration model's verified optimum, whose restarts
+    stage ran on ``variant`` and equals the slot model's optimum."""
+    found = {}
+    for model in ("grmu", "grmu-slots"):
+        sol = solve_exact(inst, model=model)
+        report = verify(inst, sol)
+        assert report.valid and sol.status is Status.OPTIMAL
+        found[model] = report.objectives
+        if model == "grmu":
+            assert {st.objective: st.model for st in sol.stages}["restarts"] == variant
+    assert found["grmu"] == found["grmu-slots"]
+    return found["grmu"].migrations, found["grmu"].restarts
+
+
 @pytest.mark.parametrize(("gpus", "seed", "restarts"), [(16, 1, 1.0), (24, 1, 3.0), (32, 1, 2.0)])
 def test_restarts_proven_by_the_keep_model_equal_the_slot_models(
     gpus: int, seed: int, restarts: float
@@ -179,16 +194,7 @@ def test_restarts_proven_by_the_keep_model_equal_the_slot_models(
     workloads on their GPUs: the keep model proves the restarts stage, with the slot
     model's optimum."""
     inst = ibm_instance(gpus, seed=seed, load=0.7)
-    found = {}
-    for model in ("grmu", "grmu-slots"):
-        sol = solve_exact(inst, model=model)
-        report = verify(inst, sol)
-        assert report.valid and sol.status is Status.OPTIMAL
-        found[model] = report.objectives
-        if model == "grmu":
-            assert {st.objective: st.model for st in sol.stages}["restarts"] == "keep"
-    assert found["grmu"] == found["grmu-slots"]
-    assert (found["grmu"].migrations, found["grmu"].restarts) == (0.0, restarts)
+    assert restarts_proven_on(inst, "keep") == (0.0, restarts)
 
 
 def test_the_keep_model_repairs_an_answer_stopped_at_a_gap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -242,16 +248,7 @@ def test_restarts_where_running_workloads_must_move_are_proven_by_the_kept_model
     (named GPUs choose the running workloads they keep on their own starts) and proves the slot
     model's optimum, with no hand-off to it."""
     inst = hard_instance(gpus, seed=seed)
-    found = {}
-    for model in ("grmu", "grmu-slots"):
-        sol = solve_exact(inst, model=model)
-        report = verify(inst, sol)
-        assert report.valid and sol.status is Status.OPTIMAL
-        found[model] = report.objectives
-        if model == "grmu":
-            assert {st.objective: st.model for st in sol.stages}["restarts"] == "kept"
-    assert found["grmu"] == found["grmu-slots"]
-    assert (found["grmu"].migrations, found["grmu"].restarts) == (migrations, restarts)
+    assert restarts_proven_on(inst, "kept") == (migrations, restarts)
 
 
 def test_the_kept_model_offers_every_kept_set_with_its_restarts() -> None:
