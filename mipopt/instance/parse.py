@@ -214,7 +214,7 @@ def _workload(raw: Any, path: str) -> Workload:
         raise InstanceError(f"{path}.profile", "missing required field (or give memory_gb instead)")
     profile = w.get("profile")
     memory_gb = min_compute = None
-    if profile is not None:
+    if "profile" in w:  # a null profile is refused, not read as "no profile"
         profile = _profile_key(profile, f"{path}.profile")
         if "min_compute" in w:
             raise InstanceError(

@@ -180,6 +180,7 @@ BAD = [
         "workloads[1]: give either profile or memory_gb, not both",
     ),
     ("neither", edited(), "workloads[1].profile: missing required field (or give memory_gb instead)"),
+    ("null-profile", edited(profile=None), "workloads[1].profile: must be a profile name or id, got null"),
     (
         "compute-with-profile",
         edited(profile="1g.10gb", min_compute=2),
