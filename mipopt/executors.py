@@ -148,7 +148,7 @@ def parse_executor(spec: str | ExecutorSpec, path: str = "executor") -> Executor
         if kind not in ("dask", "ray"):
             raise InstanceError(path, f"{text!r}: only dask:// and ray:// take an address (known: {FORMS})")
         host, _, port = rest.partition(":")
-        if not host or "/" in rest or (port and not port.isdigit()):
+        if not host or "/" in rest or (port and not (port.isascii() and port.isdigit())):
             raise InstanceError(path, f"{text!r}: give {kind}://HOST:PORT, e.g. {kind}://10.0.0.5:8786")
         return ExecutorSpec(kind, address=rest)
     kind, _, rest = text.partition(":")

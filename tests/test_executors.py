@@ -87,6 +87,7 @@ def test_specs_parse(spec: str, parsed: ExecutorSpec) -> None:
         ("ray", "executor: 'ray': give ray:local[:N] or ray://HOST:PORT"),
         ("dask://", "executor: 'dask://': give dask://HOST:PORT, e.g. dask://10.0.0.5:8786"),
         ("dask://host:port", "executor: 'dask://host:port': give dask://HOST:PORT"),
+        ("dask://host:²", "executor: 'dask://host:²': give dask://HOST:PORT"),
         ("http://host:1", "executor: 'http://host:1': only dask:// and ray:// take an address"),
         ("serial:2", "executor: unknown executor 'serial:2'"),
     ],

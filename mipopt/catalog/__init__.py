@@ -184,7 +184,7 @@ class GpuModel:
     def index(self, key: str | int) -> int | None:
         """Position of the profile with this name, alias or id, or None."""
         if isinstance(key, str):
-            key = int(key) if key.isdigit() else key.lower()
+            key = int(key) if key.isascii() and key.isdigit() else key.lower()
         return self._lookup.get(key)
 
     def profile(self, key: str | int) -> Profile:

@@ -231,6 +231,7 @@ def test_find_by_name_alias_and_id() -> None:
     assert m.find("5g.40gb") is None
     assert m.find(99) is None
     assert m.find("99") is None
+    assert m.find("²") is None  # a digit to str.isdigit(), not to int()
 
 
 def test_profile_raises_key_error_naming_the_model() -> None:

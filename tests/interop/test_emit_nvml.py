@@ -120,6 +120,10 @@ def test_a_taken_target_or_an_old_driver_stops_before_any_change(tmp_path: Path)
     assert done.returncode == 1
     assert done.stderr.strip() == "mipopt plan: driver 460.91.03; placing GPU instances needs R470 or newer"
     assert taken.mutating_calls() == []
+    done, odd = _run(script, _node(inst, "n1", driver="²70.1"), "--host", "n1", "--apply")  # "²".isdigit()
+    assert done.returncode == 1
+    assert done.stderr.strip() == "mipopt plan: driver ²70.1; placing GPU instances needs R470 or newer"
+    assert odd.mutating_calls() == []
 
 
 def test_a_move_between_hosts_destroys_its_source_only_after_the_other_hosts_create(tmp_path: Path) -> None:

@@ -214,7 +214,7 @@ class Run:
             )
         version = text(nvml.nvmlSystemGetDriverVersion())
         major = version.split(".")[0]
-        if not major.isdigit() or int(major) < MIN_DRIVER:
+        if not (major.isascii() and major.isdigit()) or int(major) < MIN_DRIVER:
             raise Stop(f"driver {version}; placing GPU instances needs R{MIN_DRIVER} or newer")
         for op in unique_gpus(self.ops):
             current, _ = nvml.nvmlDeviceGetMigMode(self.gpus.handle(op))
