@@ -8,7 +8,9 @@ set of files into place, starting a worker process), and delivers the signal rig
 
 from __future__ import annotations
 
+import logging
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +21,32 @@ from typing import Any
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+#: Loggers of libraries that log the exceptions passing through them: Pyomo's ``value()`` and its
+#: component construction ("Constructing component 'N' from data=None failed: SystemExit: 143").
+NOISY_LOGGERS = ("pyomo.common.numeric_types", "pyomo.core")
+
+
+class _QuietStop(logging.Filter):
+    """Drops a record logged while a stop propagates (Ctrl-C, or SIGTERM's exception in a command
+    or ``SystemExit`` in a worker): the command says it once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not isinstance(sys.exc_info()[1], KeyboardInterrupt | SystemExit)
+
+
+def quiet_stops() -> Callable[[], None]:
+    """Drop the records :data:`NOISY_LOGGERS` log while a stop propagates; returns the undo. Their
+    real errors still log."""
+    quiet = _QuietStop()
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).addFilter(quiet)
+
+    def undo() -> None:
+        for name in NOISY_LOGGERS:
+            logging.getLogger(name).removeFilter(quiet)
+
+    return undo
 
 
 @contextmanager

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
-from mipopt._signals import held_signals
+from mipopt._signals import held_signals, quiet_stops
 from mipopt.errors import InstanceError
 from mipopt.specs import bind_options, parse_spec
 
@@ -353,6 +353,7 @@ def _worker_start() -> None:
     signal.signal(signal.SIGTERM, _exit_worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.unraisablehook = _exit_again
+    quiet_stops()  # Pyomo logs the SystemExit it sees; the caller says "terminated" once
 
 
 def _exit_worker(signum: int, frame: FrameType | None) -> None:

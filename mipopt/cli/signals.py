@@ -17,12 +17,11 @@ command end at once, with 141 (128 + SIGPIPE), as a program killed by SIGPIPE do
 
 A stop passing through a library is not the library's error: Pyomo's ``value()`` logs every
 exception it sees, Ctrl-C and SIGTERM included, as an ERROR on stdout; while a command runs, a
-record logged as a stop propagates is dropped (:class:`_QuietStop`).
+record logged as a stop propagates is dropped (:func:`mipopt._signals.quiet_stops`).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -31,7 +30,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, TextIO
 
-from mipopt._signals import replaced_handlers
+from mipopt._signals import quiet_stops, replaced_handlers
 
 #: The exit code of a command stopped by ``signum``, as a shell reports it.
 EXIT_SIGNAL_BASE = 128
@@ -105,17 +104,6 @@ class _ReaderMayLeave:
         return getattr(self.stream, name)
 
 
-#: Loggers of libraries that log the exceptions passing through them (Pyomo's ``value()``).
-_LOGGERS = ("pyomo.common.numeric_types",)
-
-
-class _QuietStop(logging.Filter):
-    """Drops a record logged while a stop (Ctrl-C, SIGTERM) propagates: the command says it once."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not isinstance(sys.exc_info()[1], KeyboardInterrupt)
-
-
 def drop_output() -> None:
     """Send the rest of stdout nowhere: its reader left (see :func:`command_process`)."""
     if isinstance(sys.stdout, _ReaderMayLeave):
@@ -128,15 +116,12 @@ def command_process() -> Iterator[None]:
     leaving (see the module docstring). Everything is put back on exit."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)
-    quiet = _QuietStop()
-    for name in _LOGGERS:
-        logging.getLogger(name).addFilter(quiet)
+    loud = quiet_stops()
     try:
         with replaced_handlers(_raise_terminated, (signal.SIGTERM,)):
             yield
     finally:
-        for name in _LOGGERS:
-            logging.getLogger(name).removeFilter(quiet)
+        loud()
         for wrapped in (sys.stdout, sys.stderr):
             wrapped.flush()
         sys.stdout, sys.stderr = streams

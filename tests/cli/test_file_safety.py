@@ -483,3 +483,28 @@ def test_a_stop_passing_through_pyomo_is_not_logged_as_its_error(caplog: pytest.
     with command_process(), pytest.raises(ZeroDivisionError):
         pyo.value(pyo.ExternalFunction(lambda x: x / 0)(m.x))
     assert [r.getMessage().split(":")[0] for r in caplog.records] == ["evaluating object as numeric value"]
+
+
+def test_a_workers_exit_passing_through_pyomo_construction_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """A local worker's SIGTERM is a SystemExit, and Pyomo logs it when it cuts a component's
+    construction ("Constructing component 'N' from data=None failed", seen in CI beside exit 143):
+    with the filter the worker installs it is dropped, and a real error still logs."""
+    import pyomo.environ as pyo
+
+    from mipopt._signals import quiet_stops
+
+    def cut(_m: pyo.ConcreteModel, _i: int) -> float:
+        raise SystemExit(143)
+
+    loud = quiet_stops()
+    try:
+        m = pyo.ConcreteModel()
+        with pytest.raises(SystemExit):
+            m.N = pyo.Param([1], initialize=cut)
+        assert caplog.records == []
+        m = pyo.ConcreteModel()
+        with pytest.raises(ZeroDivisionError):
+            m.N = pyo.Param([1], initialize=lambda _m, _i: 1 / 0)
+        assert [r.getMessage().split(" ")[0] for r in caplog.records] == ["Rule", "Constructing"]
+    finally:
+        loud()
