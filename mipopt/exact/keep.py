@@ -35,6 +35,7 @@ from mipopt.exact.preprocess import placement_key, profile_options, profile_take
 from mipopt.exact.preprocess.indexing import index_keeping
 from mipopt.instance import Instance
 from mipopt.state import Occupancy
+from mipopt.state.occupancy import EPS
 
 Placed = dict[str, tuple[str, int]]
 #: Weight of the first of (migrations, restarts) over the second in one assignment cost.
@@ -66,6 +67,7 @@ def keep_running(
     out = keep.contents(dict(placed))
     out = keep.starts(out)
     out = keep.trade(out)
+    out = keep.exchange(out)
     return keep.starts(out)
 
 
@@ -97,9 +99,6 @@ class _Keeper:
 
     def contents(self, placed: Placed) -> Placed:
         """Step 1: whole GPU contents to the GPUs of their host and model they keep best."""
-        from scipy.sparse import csr_matrix  # scipy.optimize takes 1 s to import, this nothing after
-        from scipy.sparse.csgraph import min_weight_full_bipartite_matching
-
         inst = self.inst
         on: dict[str, list[str]] = defaultdict(list)
         for wid, (gpu, _) in placed.items():
@@ -120,11 +119,11 @@ class _Keeper:
                         x, y = self.cost(wid, (target, placed[wid][1]))
                         first, second = first + x, second + y
                     cost[a, b] = _FIRST * first + second
-            # every entry + 1: a zero is no edge to the sparse matcher
-            rows, cols = min_weight_full_bipartite_matching(csr_matrix(cost + 1.0))
+            cols = assignment(cost)
+            rows = np.arange(len(gpus))
             if cost[rows, cols].sum() >= np.trace(cost) - 1e-9:
                 continue  # nothing gained: keep the contents where they are
-            for a, b in zip(rows, cols, strict=True):
+            for a, b in zip(rows.tolist(), cols.tolist(), strict=True):
                 for wid in on[gpus[a]]:
                     out[wid] = (gpus[b], placed[wid][1])
         return out
@@ -154,8 +153,124 @@ class _Keeper:
                 at[home], at[mine] = wid, other
         return out
 
+    def exchange(self, placed: Placed) -> Placed:
+        """Step 3: a running workload away from its GPU goes back to its own spot, and the
+        workloads that hold those slots there (its block) take its place, in passes until
+        one changes nothing.
+
+        An exchange is made when it lowers (migrations, restarts) in the objective's order
+        without adding hardware, when both hosts' cpu and ram hold, and when no workload of
+        the block is fixed or runs on that GPU (it would move off its GPU): so no workload's
+        restart or moved memory is added, and the block's running workloads already restart.
+        """
+        inst = self.inst
+        out = dict(placed)
+        on: dict[str, set[str]] = defaultdict(set)
+        for wid, (gpu, _) in out.items():
+            on[gpu].add(wid)
+        occ = Occupancy(inst)
+        for wid, spot in out.items():
+            occ.occupy(occ.position[spot[0]], self.index(wid, spot[0]), spot[1], *self.demand(wid))
+        order = sorted(self.home, key=lambda w: -inst.workload(w).migration_weight)
+        changed = True
+        while changed:
+            changed = False
+            for wid in order:
+                at, home = out.get(wid), self.home[wid]
+                if wid in self.fixed or at is None or at[0] == home[0]:
+                    continue
+                if wid in self.profiles and inst.gpu(at[0]).model.name != inst.gpu(home[0]).model.name:
+                    continue  # its profile there is not one of its own GPU's model
+                block = self.block(out, on, wid, home)
+                if block is None:
+                    continue
+                moves = self.swap(occ, out, on, wid, block)
+                if moves is None:
+                    continue
+                before = [self.cost(x, out[x]) for x in moves]
+                after = [self.cost(x, at) for x, at in moves.items()]
+                if _sum(after) >= _sum(before):
+                    continue
+                self.shift(occ, on, out, moves)
+                changed = True
+        return out
+
+    def index(self, wid: str, gpu_id: str) -> int:
+        """Position of the profile ``wid`` takes on ``gpu_id``'s model."""
+        return profile_taken(self.inst, wid, self.inst.gpu(gpu_id).model, self.profiles)
+
+    def demand(self, wid: str) -> tuple[float, float]:
+        w = self.inst.workload(wid)
+        return w.cpu, w.ram_gb
+
+    def block(
+        self, out: Placed, on: Mapping[str, set[str]], wid: str, home: tuple[str, int]
+    ) -> list[str] | None:
+        """The workloads on ``wid``'s own GPU whose slots meet its own start's, or None when
+        one of them may not leave that GPU (fixed, or running there)."""
+        gpu, start = home
+        model = self.inst.gpu(gpu).model
+        bits = model.profiles[self.index(wid, gpu)].slot_mask(start)
+        block = []
+        for x in on[gpu]:
+            if model.profiles[self.index(x, gpu)].slot_mask(out[x][1]) & bits:
+                if x in self.fixed or self.home.get(x, ("", 0))[0] == gpu:
+                    return None
+                block.append(x)
+        return block
+
+    def swap(
+        self, occ: Occupancy, out: Placed, on: Mapping[str, set[str]], wid: str, block: list[str]
+    ) -> dict[str, tuple[str, int]] | None:
+        """Where ``wid`` (to its own spot) and its ``block`` (to ``wid``'s GPU) go, or None when
+        that breaks a rule or adds hardware."""
+        inst = self.inst
+        home, there = self.home[wid], out[wid]
+        if not on[home[0]]:
+            return None  # it would turn a GPU on
+        model, model2 = inst.gpu(home[0]).model, inst.gpu(there[0]).model
+        for x in block:
+            w = inst.workload(x)
+            if inst.profile_on(w, model2) is None or (x in self.profiles and model2.name != model.name):
+                return None
+        stay = {x: (self.index(x, home[0]), out[x][1]) for x in on[home[0]] if x not in block}
+        back = index_keeping(model, stay, [(wid, self.index(wid, home[0]))], {wid: home[1]})
+        if back is None or back[wid] != home[1]:
+            return None
+        rest = {x: (self.index(x, there[0]), out[x][1]) for x in on[there[0]] if x != wid}
+        items = [(x, self.index(x, there[0])) for x in block]
+        own = {x: self.home[x][1] for x in block if self.home.get(x, ("", 0))[0] == there[0]}
+        starts = index_keeping(model2, rest, items, own)
+        if starts is None:
+            return None
+        k, k2 = occ.position[home[0]], occ.position[there[0]]
+        if occ.host[k] != occ.host[k2]:
+            cpu, ram = self.demand(wid)
+            cpu_b = sum(self.demand(x)[0] for x in block)
+            ram_b = sum(self.demand(x)[1] for x in block)
+            h, h2 = occ.host[k], occ.host[k2]
+            if (
+                occ.cpu[h] + cpu - cpu_b > occ.cpu_cap[h] + EPS
+                or occ.ram[h] + ram - ram_b > occ.ram_cap[h] + EPS
+                or occ.cpu[h2] - cpu + cpu_b > occ.cpu_cap[h2] + EPS
+                or occ.ram[h2] - ram + ram_b > occ.ram_cap[h2] + EPS
+            ):
+                return None
+        return {wid: home, **{x: (there[0], s) for x, s in starts.items()}}
+
+    def shift(self, occ: Occupancy, on: dict[str, set[str]], out: Placed, moves: Placed) -> None:
+        """Make ``moves`` in ``out``, ``on`` and ``occ``: every workload leaves, then every one lands."""
+        for wid in moves:
+            gpu, start = out[wid]
+            occ.occupy(occ.position[gpu], self.index(wid, gpu), start, *self.demand(wid), sign=-1)
+            on[gpu].discard(wid)
+        for wid, at in moves.items():
+            out[wid] = at
+            on[at[0]].add(wid)
+            occ.occupy(occ.position[at[0]], self.index(wid, at[0]), at[1], *self.demand(wid))
+
     def starts(self, placed: Placed) -> Placed:
-        """Step 3: each GPU's content indexed again keeping the most running workloads' starts."""
+        """Step 4: each GPU's content indexed again keeping the most running workloads' starts."""
         inst = self.inst
         on: dict[str, list[str]] = defaultdict(list)
         for wid, (gpu, _) in placed.items():
@@ -218,5 +333,47 @@ def smallest_profiles(
     return out, chosen
 
 
+def assignment(cost: np.ndarray) -> np.ndarray:
+    """The column given to each row of the square ``cost`` matrix, the total smallest: the
+    Hungarian algorithm with potentials, O(n^3). The matrices here are a host's GPUs of one
+    model (at most a few dozen); scipy's matcher would cost its import, 0.5 s with Pyomo loaded.
+    """
+    n = cost.shape[0]
+    u, v = np.zeros(n + 1), np.zeros(n + 1)
+    row_of = np.zeros(n + 1, dtype=np.int64)  # row (1-based) matched to each column; 0: none
+    way = np.zeros(n + 1, dtype=np.int64)
+    for i in range(1, n + 1):
+        row_of[0], j0 = i, 0
+        slack = np.full(n + 1, np.inf)
+        used = np.zeros(n + 1, dtype=bool)
+        while True:
+            used[j0] = True
+            i0 = row_of[j0]
+            free = np.flatnonzero(~used[1:]) + 1
+            reduced = cost[i0 - 1, free - 1] - u[i0] - v[free]
+            better = reduced < slack[free]
+            slack[free[better]] = reduced[better]
+            way[free[better]] = j0
+            j1 = int(free[np.argmin(slack[free])])
+            delta = slack[j1]
+            u[row_of[used]] += delta
+            v[used] -= delta
+            slack[~used] -= delta
+            j0 = j1
+            if row_of[j0] == 0:
+                break
+        while j0:
+            j1 = way[j0]
+            row_of[j0] = row_of[j1]
+            j0 = j1
+    cols = np.zeros(n, dtype=np.int64)
+    cols[row_of[1:] - 1] = np.arange(n)
+    return cols
+
+
 def _add(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
     return (a[0] + b[0], a[1] + b[1])
+
+
+def _sum(costs: list[tuple[float, float]]) -> tuple[float, float]:
+    return (sum(c[0] for c in costs), sum(c[1] for c in costs))
