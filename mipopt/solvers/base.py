@@ -116,6 +116,11 @@ class SolverOptions:
     node_limit
         Stop after this many branch-and-bound nodes (HiGHS ``mip_max_nodes``). Termination
         COMPLETED. Only for backends that declare ``supports_node_limit``.
+    companion
+        A search that runs beside the solve on the compiled model (:class:`Companion`, e.g.
+        :class:`mipopt.exact.lns.HostSearch`): the better of its point and the solver's is the
+        answer, and the solve ends once its point meets the solver's bound. HiGHS only; other
+        backends ignore it.
 
     Raises
     ------
@@ -136,6 +141,7 @@ class SolverOptions:
     deadline: float | None = None
     objective_target: float | None = None
     node_limit: int | None = None
+    companion: Companion | None = None
 
     def __post_init__(self) -> None:
         if self.time_limit_s is not None:
@@ -253,6 +259,26 @@ class SolveResult:
     def has_solution(self) -> bool:
         """True when the model's variables hold a feasible solution."""
         return self.status is not Status.NONE
+
+
+class Companion(Protocol):
+    """A search that runs beside a backend's solve of one compiled model (:attr:`SolverOptions.companion`)."""
+
+    def start(self, form: MatrixForm, x0: FloatArray | None, deadline: float | None) -> None:
+        """Begin searching in a thread of its own, from ``x0`` or the first point offered."""
+        ...
+
+    def offer(self, x: FloatArray) -> None:
+        """A point the solver found."""
+        ...
+
+    def best(self) -> tuple[FloatArray, float] | None:
+        """The best point found so far and its objective, or None."""
+        ...
+
+    def stop(self) -> None:
+        """End the search and wait for it."""
+        ...
 
 
 @runtime_checkable

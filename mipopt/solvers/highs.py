@@ -42,6 +42,7 @@ from mipopt.instance import Status, Termination
 from mipopt.solvers.base import (
     UNBOUNDED_MESSAGE,
     Capabilities,
+    Companion,
     SolveResult,
     SolverOptions,
     feasible_start,
@@ -83,8 +84,15 @@ class HighsBackend:
         if reason is not None:
             return start_result(form, x0, reason, time.perf_counter() - start, self.name)
 
-        run = _WatchedHighs(_highs(form, opts, x0, limits), limits)
-        watched = run.run()
+        companion = opts.companion
+        if companion is not None:
+            companion.start(form, x0, limits.deadline)
+        try:
+            run = _WatchedHighs(_highs(form, opts, x0, limits), limits, companion)
+            watched = run.run()
+        finally:
+            if companion is not None:
+                companion.stop()
         if not watched.finished:
             return self._left_behind(form, x0, run, watched, start)
         h = run.highs
@@ -120,6 +128,18 @@ class HighsBackend:
             elif status == MS.kOptimal:
                 bound = objective
             bound = bound if bound is not None and math.isfinite(bound) else None
+        found = companion.best() if companion is not None and not unbounded else None
+        if found is not None and (
+            objective is None or (found[1] > objective if form.maximize else found[1] < objective)
+        ):  # the companion's point is the answer; HiGHS's bound still holds
+            form.load(found[0])
+            objective, has_solution = found[1], True
+            if bound is None and form.integer.any() and math.isfinite(info.mip_dual_bound):
+                bound = float(info.mip_dual_bound)
+            if is_proven(objective, bound):
+                status = MS.kOptimal
+        elif run.met and is_proven(objective, bound):
+            status = MS.kOptimal  # stopped because the companion's point met the bound
         sol_status = Status.FEASIBLE if has_solution else Status.NONE
         if status == MS.kOptimal and is_proven(objective, bound):
             termination, sol_status, message = Termination.OPTIMAL, Status.OPTIMAL, "optimal"
@@ -168,6 +188,12 @@ class HighsBackend:
         message += f" (HiGHS did not stop within {GRACE_S:g} s and finishes in the background)"
         x = feasible_start(form, run.incumbent)
         x = x if x is not None else feasible_start(form, x0)
+        found = run.companion.best() if run.companion is not None else None
+        if found is not None and (
+            x is None
+            or (found[1] > float(form.cost @ x) if form.maximize else found[1] < float(form.cost @ x))
+        ):
+            x = found[0]
         objective = bound = None
         if x is not None:
             form.load(x)
@@ -188,16 +214,24 @@ class HighsBackend:
 class _WatchedHighs:
     """One HiGHS run in a worker thread, with callbacks that stop it and remember its incumbent."""
 
-    def __init__(self, h: highspy.Highs, limits: Limits) -> None:
+    def __init__(
+        self, h: highspy.Highs, limits: Limits, companion: Companion | None = None, *, lp_checks: bool = True
+    ) -> None:
         self.highs = h
         self.limits = limits
+        self.companion = companion
         self.incumbent: FloatArray | None = None
         self.bound: float | None = None
         self.requested = False  # set from the watching thread, e.g. on a KeyboardInterrupt
+        self.met = False  # the companion's point met the dual bound
+        self.sent: FloatArray | None = None
         h.cbMipInterrupt.subscribe(self._mip_interrupt)
-        h.cbSimplexInterrupt.subscribe(self._interrupt)
-        h.cbIpmInterrupt.subscribe(self._interrupt)
+        if lp_checks:  # each takes the GIL, every few simplex iterations
+            h.cbSimplexInterrupt.subscribe(self._interrupt)
+            h.cbIpmInterrupt.subscribe(self._interrupt)
         h.cbMipImprovingSolution.subscribe(self._improving)
+        if companion is not None:
+            h.cbMipUserSolution.subscribe(self._user_solution)
 
     def run(self) -> Watched[object]:
         return run_watched(self.highs.run, self.limits, self._request_stop, name="mipopt-highs")
@@ -215,11 +249,25 @@ class _WatchedHighs:
         bound = float(event.data_out.mip_dual_bound)
         if math.isfinite(bound):
             self.bound = bound
+            found = self.companion.best() if self.companion is not None else None
+            if found is not None and is_proven(found[1], bound):
+                self.met = True
+                event.interrupt()
         self._interrupt(event)
 
     def _improving(self, event: highspy.HighsCallbackEvent) -> None:
         # HiGHS reports the solution in the original model's columns; copy it, the buffer is reused.
         self.incumbent = np.array(event.data_out.mip_solution, dtype=float, copy=True)
+        if self.companion is not None:
+            self.companion.offer(self.incumbent)
+
+    def _user_solution(self, event: highspy.HighsCallbackEvent) -> None:
+        """Hand HiGHS the companion's point when it has a new one."""
+        assert self.companion is not None
+        found = self.companion.best()
+        if found is not None and found[0] is not self.sent:
+            self.sent = found[0]
+            event.data_in.setSolution(found[0])
 
 
 def _highs(
