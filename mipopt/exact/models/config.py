@@ -76,6 +76,7 @@ from mipopt.instance import Instance, Workload
 Mode = Literal["aggregate", "restricted", "detailed", "keep", "kept"]
 MODES: tuple[Mode, ...] = ("aggregate", "restricted", "detailed", "keep", "kept")
 Vector = tuple[int, ...]
+Placed = dict[str, tuple[str, int]]
 
 
 @dataclass
@@ -130,14 +131,30 @@ class ConfigModel:
     stats: dict[str, int] = field(default_factory=dict)
     relaxed: frozenset[str] = frozenset()
     profiles: dict[str, str] = field(default_factory=dict)  # the last decode's, memory-sized workloads
+    _prefer: Placed = field(default_factory=dict, repr=False)  # the current decode's preferred placement
 
     def expression(self, name: str) -> pyo.Expression:
         return self.model.obj_expr[name]
 
+    def host_of(self, var: Any) -> str | None:
+        """The host whose GPUs, items or power ``var`` decides; None for the acceptance
+        classes (:mod:`mipopt.exact.lns` frees a host's variables together)."""
+        name, index = var.parent_component().local_name, var.index()
+        if name == "N":
+            return self.units[index[0]].host
+        if name == "K":
+            return self.units[self.stays[index][0]].host
+        if name == "X":
+            return self.items[index][1]
+        if name == "Z":
+            return str(index[2])
+        return str(index) if name == "PHI" else None
+
     # --- reading a placement back
 
-    def decode(self) -> dict[str, tuple[str, int]]:
-        """The placement in the model's current values: workload -> (GPU, start).
+    def decode(self, prefer: Placed | None = None) -> dict[str, tuple[str, int]]:
+        """The placement in the model's current values: workload -> (GPU, start), as close to
+        ``prefer`` (the placement the solve started from) as those values allow.
 
         Per unit, configurations go to GPUs (in the aggregated variant by an assignment that
         keeps the most running workloads on their own starts, which are then held there);
@@ -146,7 +163,12 @@ class ConfigModel:
         workloads; each GPU's content is indexed keeping the most running workloads on
         their own starts (:func:`~mipopt.exact.preprocess.indexing.index_keeping`). The
         profile of each memory-sized workload is the item's it fills (:attr:`profiles`).
+        With ``prefer``, the accepted workloads and the stayers of a class are those it places
+        first, and each goes to its GPU there before any other: where the values did not
+        change, neither does the content of a GPU, so its running workloads keep their starts.
         """
+        self._prefer = prefer or {}
+        prefer = self._prefer
         m = self.model
         config_of: dict[str, Vector] = {}
         stayers: dict[str, list[str]] = defaultdict(list)  # gpu -> running workloads kept there
@@ -163,8 +185,8 @@ class ConfigModel:
                     held[gpu_id] = self._kept_stayers(unit.model, unit.stayers, gpu_id, unit.kept[c])
         for k, (u, members) in enumerate(self.stays):
             gpu = self.units[u].gpus[0]
-            first = held.get(gpu, {})  # the kept variant's kept stayers first
-            ordered = sorted(members, key=lambda w: w not in first)
+            first = held.get(gpu, {})  # the kept variant's kept stayers first, then the preferred's
+            ordered = sorted(members, key=lambda w: (w not in first, prefer.get(w, ("", 0))[0] != gpu))
             stayers[gpu].extend(ordered[: _count(m.K[k])])
         quota: dict[tuple[int, str, str, int], int] = {
             key: _count(m.X[k]) for k, key in enumerate(self.items)
@@ -303,10 +325,10 @@ class ConfigModel:
                 by_host_model[g.host, g.model.name].append(g.id)
         stayed = {w for ws in stayers.values() for w in ws}
 
-        def put(wid: str, key: tuple[int, str, str, int], prefer: str | None) -> bool:
+        def put(wid: str, key: tuple[int, str, str, int], prefer: str | None, only: bool = False) -> bool:
             _, host, model_name, p = key
             gpus = by_host_model[host, model_name]
-            order = ([prefer] if prefer in gpus else []) + gpus
+            order = ([prefer] if prefer in gpus else []) + ([] if only else gpus)
             for gpu_id in order:
                 if room[gpu_id][p] > 0:
                     room[gpu_id][p] -= 1
@@ -315,14 +337,36 @@ class ConfigModel:
                     return True
             return False
 
-        for c, shape in enumerate(self.shapes):
-            keys = [key for key in quota if key[0] == c]
-            leavers = sorted(
+        prefer = self._prefer
+        accepted: dict[int, list[str]] = defaultdict(list)
+        for k, (c, members) in enumerate(self.accept):  # those the preferred placement accepts first
+            ordered = sorted(members, key=lambda w: w not in prefer)
+            accepted[c].extend(ordered[: _count(self.model.A[k])])
+        leavers = {
+            c: sorted(
                 (inst.workload(w) for w in shape.running if w not in stayed),
                 key=lambda w: -w.migration_weight,
             )
+            for c, shape in enumerate(self.shapes)
+        }
+        if prefer:  # each to its GPU in the preferred placement, where that has room
+            for c in range(len(self.shapes)):
+                for wid in [w.id for w in leavers[c]] + accepted[c]:
+                    if wid not in prefer:
+                        continue
+                    g = inst.gpu(prefer[wid][0])
+                    for key in quota:
+                        if (
+                            key[:3] == (c, g.host, g.model.name)
+                            and quota[key] > 0
+                            and put(wid, key, g.id, True)
+                        ):
+                            stayed.add(wid)
+                            break
+        for c in range(len(self.shapes)):
+            keys = [key for key in quota if key[0] == c]
             for same_host in (True, False):
-                for w in leavers:
+                for w in leavers[c]:
                     if w.id in stayed:
                         continue
                     home = inst.gpu(home_gpu(self.instance, w.id))
@@ -331,13 +375,9 @@ class ConfigModel:
                         if quota[key] > 0 and near and put(w.id, key, home.id):
                             stayed.add(w.id)
                             break
-            accepted = [
-                w
-                for k, (cc, members) in enumerate(self.accept)
-                if cc == c
-                for w in members[: _count(self.model.A[k])]
-            ]
-            for wid in accepted:
+            for wid in accepted[c]:
+                if wid in stayed:
+                    continue
                 for key in keys:
                     if quota[key] > 0 and put(wid, key, None):
                         break
