@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import reduce
@@ -43,14 +43,17 @@ from pyomo.repn import generate_standard_repn
 from mipopt._fields import shown
 from mipopt.errors import InstanceError
 from mipopt.exact.keep import keep_running, smallest_profiles
+from mipopt.exact.lns import HostSearch
 from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_slots
 from mipopt.exact.models.config import ConfigModel, build_config
-from mipopt.exact.preprocess import fixed_ids
+from mipopt.exact.preprocess import fixed_ids, profile_taken
 from mipopt.exact.preprocess.indexing import TooManyMultisets
 from mipopt.instance import Budget, Instance, Solution, StageResult, Status, Termination
 from mipopt.instance.budget import UNLIMITED
 from mipopt.instance.summary import value_text
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
+from mipopt.solvers.base import feasible_start
+from mipopt.solvers.matrix import compile_model
 from mipopt.verifier import evaluate, no_solution, solution_for, verify
 
 #: Named objective orders (``--priority``): ``hardware`` is GRMU's three (Eqs. 3-5) and then
@@ -205,6 +208,14 @@ REPAIR_SHARE = 0.3
 REPAIR_MIN_S = 0.5
 #: At most this many seconds are kept back for the repair, whatever the limit (or with none).
 REPAIR_MAX_S = 5.0
+#: Share of the repair's time left then for the searches over hosts (the rest: decoding, keeping home).
+LNS_SHARE = 0.8
+#: A search over hosts starts only with this many seconds left for it.
+SEARCH_MIN_S = 0.3
+#: The longest solve beside which a search over hosts runs (:meth:`_Run.searches`).
+SEARCH_BESIDE_MAX_S = 20.0
+#: Share of that time the search from the home start may take to reach the incumbent's acceptance.
+HOME_SEARCH_SHARE = 0.85
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +456,8 @@ class _Run:
         self.stages: list[StageResult] = []
         self.notes: list[str] = []
         self.infeasible = False
+        self.homely: tuple[Placed, dict[str, str]] | None = None  # the home start's answer
+        self.home_bound: tuple[str, float | None] | None = None  # its first stage's bound there
         limit = options.time_limit_s
         self.reserve = 0.0 if limit is None else min(REPAIR_SHARE * limit, REPAIR_MAX_S)
 
@@ -474,12 +487,20 @@ class _Run:
         share: float = 1.0,
         reserve: bool = True,
         cap: float | None = None,
+        built: Formulation | None = None,
     ) -> SolverOptions:
+        """Options of one solve: ``share`` of the time left (at most ``cap``), the warm start, and
+        a search over hosts beside HiGHS where :meth:`searches` says so for ``built``."""
         left = self.left(reserve)
         limit = None if left is None else max(left * share, 0.01)
         if cap is not None:
             limit = cap if limit is None else min(limit, cap)
-        return replace(self.options, time_limit_s=limit, warm_start=warm or None, deadline=self.deadline)
+        options = replace(self.options, time_limit_s=limit, warm_start=warm or None, deadline=self.deadline)
+        if isinstance(built, ConfigModel) and self.searches(built, limit):
+            options = replace(
+                options, companion=HostSearch(built.host_of, seed=self.options.seed, options=options)
+            )
+        return options
 
     # --- stages
 
@@ -534,10 +555,34 @@ class _Run:
         m.stage_objective = pyo.Objective(expr=expr, sense=stage.sense)
         warm = self.warm(built)
         self.report(stage.name, label, False, self.best.values.get(stage.name), None)
-        result = self.backend.solve(m, self.stage_options(warm, share))
+        # a search beside HiGHS pays where HiGHS finds few points: not for acceptance
+        beside = built if stage.name != "acceptance" else None
+        result = self.backend.solve(m, self.stage_options(warm, share, built=beside))
         if result.has_solution:
-            self.best.offer(built.decode(), f"{label} {stage.name}", built.profiles)
+            self.best.offer(self.decode(built), f"{label} {stage.name}", built.profiles)
         return result, _rounded_bound(expr, result.bound, stage.sense)
+
+    def searches(self, built: Formulation, limit: float | None) -> bool:
+        """Whether a search over hosts runs beside HiGHS on ``built`` (:mod:`mipopt.exact.lns`)
+        for a solve of at most ``limit`` seconds: on the configuration model of an instance of
+        several hosts, with more than one thread, in a solve short enough that its answer may be
+        what the run returns (at most :data:`SEARCH_BESIDE_MAX_S`). An unlimited run keeps its
+        answer reproducible (the search's depends on timing), and a long solve its cores for the
+        proof (the search took one from HiGHS: IBM 1,000 GPUs seed 1's restarts stage was no longer
+        proven within 60 s)."""
+        return (
+            self.backend.name == "highs"
+            and isinstance(built, ConfigModel)
+            and limit is not None
+            and limit <= SEARCH_BESIDE_MAX_S
+            and self.options.threads != 1
+            and len(self.work.hosts) > 2
+        )
+
+    def decode(self, built: Formulation) -> Placed:
+        """The placement in ``built``'s values; the configuration model's as close to the
+        incumbent (the solve's warm start) as they allow."""
+        return built.decode(self.best.placed) if isinstance(built, ConfigModel) else built.decode()
 
     def warm(self, built: Formulation) -> dict[str, float] | None:
         """The incumbent in ``built``'s variables, or None when there is none."""
@@ -724,11 +769,13 @@ class _Run:
     def home_start(self, models: _ConfigModels, first: Stage) -> None:
         """A warm start that restarts few: the first stage (acceptance or hardware) optimized
         within :data:`HOME_START_SHARE` of the time left on the ``keep`` model (every running
-        workload on its GPU, the fewest restarts as a tie-break), then its restarts brought
-        down at the value reached; below :data:`KEEP_START_MIN_RUNNING` running workloads on
-        the ``home`` model (every one on its GPU and start), cheaper to build. A later model's
-        answer replaces it only when better in the objective's order, so a time-limited answer
-        keeps running workloads home unless moving them bought something."""
+        workload on its GPU, the fewest restarts as a tie-break), then its restarts brought down
+        at the value reached (with a search over hosts beside HiGHS in a short run); below
+        :data:`KEEP_START_MIN_RUNNING` running workloads on the ``home`` model (every one on its
+        GPU and start), cheaper to build. A later model's answer replaces it only when better in
+        the objective's order, so a time-limited answer keeps running workloads home unless
+        moving them bought something; and the repair of such an answer starts again from this
+        one (:attr:`homely`)."""
         if (
             first.name not in ("acceptance", "hardware")
             or not self.work.running
@@ -760,15 +807,16 @@ class _Run:
         warm = self.warm(built)
         self.report(first.name, label, False, self.best.values.get(first.name), None)
         result = self.backend.solve(m, self.stage_options(warm, HOME_START_SHARE))
+        if label == "keep" and result.bound is not None:  # for the repair (:meth:`keep_may_reach`)
+            # the tie-break adds less than half a step: the first stage's own bound is at most that past it
+            loose = result.bound - _sign(first.name) * (step or 0.0) / 2
+            self.home_bound = (first.name, _rounded_bound(built.expression(first.name), loose, first.sense))
         if not result.has_solution:
             return
-        placed = built.decode()
-        profiles = built.profiles
-        if (
-            not self.best.offer(placed, f"{label} {first.name}", profiles)
-            or self.stopped() is not None
-            or _is_constant(built.expression("restarts"))
-        ):
+        placed, profiles = self.decode(built), built.profiles
+        self.best.offer(placed, f"{label} {first.name}", profiles)
+        self.homely = (placed, profiles)
+        if self.stopped() is not None or _is_constant(built.expression("restarts")):
             return
         reached = float(pyo.value(built.expression(first.name)))
         m.start_floor = pyo.Constraint(
@@ -777,10 +825,14 @@ class _Run:
         m.del_component("stage_objective")
         m.stage_objective = pyo.Objective(expr=built.expression("restarts"))
         self.report("restarts", "keep", False, self.best.values.get("restarts"), None)
-        result = self.backend.solve(m, self.stage_options(built.warm_start(placed, profiles), KEEP_SHARE))
+        result = self.backend.solve(
+            m, self.stage_options(built.warm_start(placed, profiles), KEEP_SHARE, built=built)
+        )
         m.del_component("start_floor")
         if result.has_solution:
-            self.best.offer(built.decode(), f"keep {first.name}, restarts", built.profiles)
+            placed = self.decode(built)
+            self.best.offer(placed, f"keep {first.name}, restarts", built.profiles)
+            self.homely = (placed, built.profiles)
 
     def keeps_gpus(self, models: _ConfigModels) -> bool:
         """True when every answer of the later stages keeps each movable running workload on
@@ -826,7 +878,7 @@ class _Run:
             m.stage_objective = pyo.Objective(expr=0.0 * m.PHI[self.work.hosts[0].id])
         self.report(stage, label, False, self.best.values.get(stage), None)
         result = self.backend.solve(m, self.stage_options(warm, share, reserve, cap))
-        if result.has_solution and self.best.offer(built.decode(), label, built.profiles):
+        if result.has_solution and self.best.offer(self.decode(built), label, built.profiles):
             return True
         if result.termination is Termination.INFEASIBLE and label != "keep":
             where = "on its GPU and start" if label == "home" else "on its GPU"
@@ -836,9 +888,18 @@ class _Run:
     # --- the answer
 
     def repair(self, models: _ConfigModels | None, fixed: frozenset[str]) -> None:
-        """Bring an unproven answer's restarts down for the acceptance and hardware it reached:
-        the keep model's fewest restarts within the time kept back, then
-        :func:`~mipopt.exact.keep.keep_running`."""
+        """Bring an unproven answer's migrations and restarts down for the acceptance and hardware
+        it reached, within the time kept back (``models/grmu.md``, "Anytime answers"):
+
+        1. the keep model's fewest restarts (every running workload on its GPU), unless the home
+           start's bound shows that it cannot reach the incumbent's first stage (:meth:`keep_may_reach`);
+        2. if that found nothing, from the home start's answer (:attr:`homely`, few restarts) a
+           search over hosts (:mod:`mipopt.exact.lns`) on the detailed model for the incumbent's
+           acceptance, then its hardware, moving few running workloads on the way;
+        3. from the incumbent, a search for the fewest migrations (or restarts, in that order)
+           at its acceptance and hardware;
+        4. :func:`~mipopt.exact.keep.keep_running`.
+        """
         best = self.best
         if best.placed is None or (
             self.stages
@@ -855,17 +916,131 @@ class _Run:
             and (left is None or left >= REPAIR_MIN_S)
         ):
             started = time.perf_counter()
-            m = models.get("keep").model
-            m.del_component("repair_floor")  # the acceptance and hardware reached
-            m.repair_floor = pyo.ConstraintList()
-            m.repair_floor.add(m.obj_expr["acceptance"] >= best.values["acceptance"] - 1e-6)
-            m.repair_floor.add(m.obj_expr["hardware"] <= best.values["hardware"] + 1e-6)
-            if self.home_answer(models, "keep", 1.0, "restarts", reserve=False, cap=REPAIR_MAX_S):
+            budget = REPAIR_MAX_S if left is None else min(REPAIR_MAX_S, left)
+            floors = [("acceptance", best.values["acceptance"]), ("hardware", best.values["hardware"])]
+            keep = models.get("keep").model
+            keep.del_component("repair_floor")
+            keep.repair_floor = pyo.ConstraintList()
+            for name, value in floors:
+                keep.repair_floor.add(Kept(name, SENSE[name], value, 0.0).constraint(keep.obj_expr[name]))
+            if self.keep_may_reach() and self.home_answer(
+                models, "keep", 1.0, "restarts", reserve=False, cap=budget
+            ):
                 self.notes.append(
                     f"restarts brought down by the keep model in {time.perf_counter() - started:.2f} s"
                 )
+            if best.values["migrations"] > 0:
+                until = time.monotonic() + LNS_SHARE * (budget - (time.perf_counter() - started))
+                if self.homely is not None and self.spec.mode == "lex":
+                    self.from_home(models.get("detailed"), until)
+                order = self.spec.order()
+                first, second = (
+                    ("restarts", "migrations")
+                    if order.index("restarts") < order.index("migrations")
+                    else ("migrations", "restarts")
+                )
+                found = self.search(models.get("detailed"), floors, first, second, until)
+                if found is not None and best.offer(found[0], f"search over hosts, {first}", found[1]):
+                    self.notes.append(
+                        f"{first} brought down by a search over hosts in {time.perf_counter() - started:.2f} s"
+                    )
         if self.keep_home(models, fixed):
             self.notes.append("restarts brought down by keeping GPU contents and starts home")
+
+    def keep_may_reach(self) -> bool:
+        """False when the home start's bound shows that no placement keeping every running
+        workload on its GPU reaches the incumbent's value of the first stage."""
+        name, bound = self.home_bound or ("", None)
+        return bound is None or Kept(name, SENSE[name], self.best.values[name], 0.0).holds(bound)
+
+    def from_home(self, built: ConfigModel, until: float) -> None:
+        """Step 2 of :meth:`repair`: from :attr:`homely`, the incumbent's acceptance and then its
+        hardware, each stage searched (fewest migrations as a tie-break) while the ones before
+        are held; the answer is offered when it gets there."""
+        assert self.homely is not None
+        placed, profiles = self.homely
+        best = self.best
+        floors: list[tuple[str, float]] = []
+        for name in [n for n in self.spec.order() if n in ("acceptance", "hardware")]:
+            reached = best.evaluate(placed, profiles)[name]
+            if Kept(name, SENSE[name], best.values[name], 0.0).holds(reached):
+                floors.append((name, reached))
+                continue  # there already
+            share = HOME_SEARCH_SHARE if name == "acceptance" else 1.0
+            found = self.search(built, floors, name, "migrations", until, (placed, profiles), share)
+            if found is None:
+                return
+            placed, profiles = found
+            reached = best.evaluate(placed, profiles)[name]
+            if not Kept(name, SENSE[name], best.values[name], 0.0).holds(reached):
+                return  # not there: the incumbent stays
+            floors.append((name, reached))
+        if best.offer(placed, "home start, searched over hosts", profiles):
+            self.notes.append(
+                "the home start's answer brought to the incumbent's acceptance and hardware by a search over hosts"
+            )
+
+    def search(
+        self,
+        built: ConfigModel,
+        floors: Sequence[tuple[str, float]],
+        first: str,
+        second: str,
+        until: float,
+        start: tuple[Placed, dict[str, str]] | None = None,
+        share: float = 1.0,
+    ) -> tuple[Placed, dict[str, str]] | None:
+        """A search over hosts (:mod:`mipopt.exact.lns`) on ``built`` from ``start`` (the
+        incumbent by default) for the best ``first`` and then ``second``, the ``floors`` (stage,
+        value) held, for ``share`` of the time to ``until`` left once the model is compiled; its
+        answer when it improved on the start. Only with HiGHS, whose runs the search makes."""
+        placed, profiles = start if start is not None else (self.best.placed, self.best.profiles)
+        if (
+            self.backend.name != "highs"
+            or placed is None
+            or until - time.monotonic() < SEARCH_MIN_S
+            or not self.prepare(built)
+        ):
+            return None
+        m = built.model
+        m.del_component("search_floor")
+        m.search_floor = pyo.ConstraintList()
+        for name, value in floors:
+            expr = built.expression(name)
+            if not _is_constant(expr):
+                m.search_floor.add(Kept(name, SENSE[name], value, 0.0).constraint(expr))
+        # the second objective as a tie-break, by a weight too small to trade a step of the first
+        step = lattice_step(_coefficients(built.expression(first))) or 1.0
+        most = sum(abs(c) for c in _coefficients(built.expression(second)))
+        sign = 1.0 if SENSE[first] == SENSE[second] else -1.0
+        m.del_component("stage_objective")
+        m.stage_objective = pyo.Objective(
+            expr=built.expression(first) + sign * step / (2 * most + 1) * built.expression(second),
+            sense=SENSE[first],
+        )
+        warm = built.warm_start(placed, profiles)
+        if not warm:
+            return None
+        self.report(first, "search", False, self.best.evaluate(placed, profiles)[first], None)
+        if start is not None:  # the stages kept so far are the floors' business: the start is below them
+            m.lex_keep.deactivate()
+        try:
+            form = compile_model(m)
+        finally:
+            m.lex_keep.activate()
+            m.del_component("search_floor")
+        x0 = feasible_start(form, form.start(warm))
+        if x0 is None:
+            return None
+        hints = _free_slots(self.work, placed, profiles) if start is not None else None
+        deadline = time.monotonic() + share * (until - time.monotonic())  # after the build and compile
+        found = HostSearch(built.host_of, seed=self.options.seed, options=self.options).run(
+            form, x0, deadline, hints
+        )
+        if found.improved == 0:
+            return None
+        form.load(found.x)
+        return built.decode(placed), built.profiles
 
     def keep_home(self, models: _ConfigModels | None, fixed: frozenset[str] | None = None) -> bool:
         """Offer the incumbent with its GPU contents and starts kept home
@@ -982,20 +1157,24 @@ def _portfolio(
     work: Instance, portfolio: Sequence[Heuristic], run: _Run
 ) -> Iterator[tuple[str, Placed, dict[str, str]]]:
     """The placements of the fast heuristics (running workloads where they run), within
-    :data:`PORTFOLIO_SHARE` of the time limit: a heuristic runs only if, at the pace of the
-    slowest so far (for the first, :data:`PORTFOLIO_S_PER_WORKLOAD`), it ends within that share."""
+    :data:`PORTFOLIO_SHARE` of the time limit: they run last first, each only if, at the pace of
+    the slowest so far (for the first, :data:`PORTFOLIO_S_PER_WORKLOAD`), it ends within that
+    share; their answers come in the portfolio's order, so that ties go as without a limit."""
     left = run.left()
     budget = None if left is None else left * PORTFOLIO_SHARE
     start = time.monotonic()
     pace = PORTFOLIO_S_PER_WORKLOAD * len(work.workloads)
-    for i, (name, heuristic) in enumerate(portfolio):
+    found: dict[str, Solution] = {}
+    for i, (name, heuristic) in enumerate(reversed(portfolio)):
         spent = time.monotonic() - start
         if run.stopped() is not None or (budget is not None and spent + pace > budget):
-            return
+            break
         t0 = time.monotonic()
-        sol = heuristic(work)
+        found[name] = heuristic(work)
         pace = max(pace if i else 0.0, time.monotonic() - t0)
-        if sol.status is not Status.NONE:
+    for name, _ in portfolio:
+        sol = found.get(name)
+        if sol is not None and sol.status is not Status.NONE:
             yield name, sol.placed(), sol.profiles()
 
 
@@ -1011,6 +1190,24 @@ def _rounded_bound(expr: Any, bound: float | None, sense: Any) -> float | None:
     k = (bound - const) / step
     k = math.floor(k + 1e-6) if sense == pyo.maximize else math.ceil(k - 1e-6)
     return const + k * step
+
+
+def _free_slots(instance: Instance, placed: Placed, profiles: dict[str, str]) -> dict[Hashable, float]:
+    """Per host, the memory slots its GPUs leave free in ``placed``."""
+    free: dict[Hashable, float] = {
+        h.id: float(sum(instance.gpu(g).model.slots for g in h.gpus)) for h in instance.hosts
+    }
+    for wid, (gpu_id, _) in placed.items():
+        model = instance.gpu(gpu_id).model
+        free[instance.gpu(gpu_id).host] -= model.profiles[
+            profile_taken(instance, wid, model, profiles)
+        ].memory_slots
+    return free
+
+
+def _coefficients(expr: Any) -> list[float]:
+    """The coefficients of a linear expression's variables."""
+    return [float(c) for c in generate_standard_repn(expr, compute_values=True).linear_coefs]
 
 
 def lattice_step(values: Iterable[float]) -> float | None:

@@ -1,0 +1,222 @@
+"""The search over hosts (mipopt.exact.lns), its place beside HiGHS, and what the driver does with it."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mipopt
+from mipopt.exact.driver import solve_exact
+from mipopt.exact.keep import _Keeper, assignment, keep_running
+from mipopt.exact.lns import HostSearch, _restricted
+from mipopt.exact.models.config import build_config
+from mipopt.instance import Objectives, Status, Termination
+from mipopt.solvers import SolverOptions
+from mipopt.solvers.base import feasible_start
+from mipopt.solvers.highs import HighsBackend, _highs
+from mipopt.solvers.matrix import FloatArray, MatrixForm, compile_model
+from mipopt.solvers.stop import Limits
+from mipopt.verifier import evaluate, verify
+from mipopt.workloads import dense_instance
+from mipopt.workloads.ibm import ibm_instance
+
+
+def migrations_stage(inst: mipopt.Instance, floors: Objectives) -> tuple:
+    """The detailed model with acceptance and hardware held at ``floors``, minimizing migrations."""
+    built = build_config(inst, mode="detailed")
+    m = built.model
+    m.floor = pyo.ConstraintList()
+    m.floor.add(built.expression("acceptance") >= floors.acceptance)
+    m.floor.add(built.expression("hardware") <= floors.hardware)
+    m.objective = pyo.Objective(expr=built.expression("migrations"))
+    return built, compile_model(m)
+
+
+def test_the_search_reaches_the_proven_migrations_from_a_poor_start() -> None:
+    """Dense class, 3 hosts of 4 GPUs, seed 0: from the answer of lex:acceptance,hardware
+    (migrations 12) the search finds the default objective's proven optimum, migrations 2,
+    and every point it keeps is a point of the whole model."""
+    inst = dense_instance(3, seed=0, gpus_per_host=4)
+    start = solve_exact(inst, objective="lex:acceptance,hardware")
+    optimum = verify(inst, solve_exact(inst)).objectives
+    before = verify(inst, start).objectives
+    assert (before.migrations, optimum.migrations) == (12.0, 2.0)
+    built, form = migrations_stage(inst, optimum)
+    x0 = feasible_start(form, form.start(built.warm_start(start.placed(), start.profiles())))
+    assert x0 is not None
+    found = HostSearch(built.host_of, seed=1).run(form, x0, deadline=_in(60))
+    assert found.objective == 2.0 and found.improved >= 1
+    assert feasible_start(form, found.x) is not None
+    form.load(found.x)
+    placed = built.decode(start.placed())
+    objectives, _ = evaluate(inst, placed, built.profiles)
+    assert (objectives.acceptance, objectives.hardware, objectives.migrations) == (43.0, 22.0, 2.0)
+
+
+def test_a_sub_problem_is_the_model_with_the_other_columns_fixed() -> None:
+    """HiGHS on the restricted form (free columns, the rows they meet) finds the optimum it
+    finds on the whole form with the same columns fixed by their bounds."""
+    inst = dense_instance(3, seed=0, gpus_per_host=4)
+    start = solve_exact(inst, objective="lex:acceptance,hardware")
+    built, form = migrations_stage(inst, verify(inst, start).objectives)
+    x = feasible_start(form, form.start(built.warm_start(start.placed(), start.profiles())))
+    assert x is not None
+    hosts = np.array([built.host_of(v) for v in form.columns], dtype=object)
+    free = (hosts == None) | (hosts == inst.hosts[0].id)  # noqa: E711  (elementwise)
+    sub = _restricted(form, x, free)
+    assert sub.matrix.shape[1] == free.sum() < len(form.columns)
+    fixed = MatrixForm(
+        **{
+            **form.__dict__,
+            "col_lower": np.where(free, form.col_lower, x),
+            "col_upper": np.where(free, form.col_upper, x),
+        }
+    )
+
+    def optimum(f: MatrixForm, start: FloatArray) -> float:
+        h = _highs(f, SolverOptions(mip_rel_gap=0), start, Limits())
+        h.run()
+        return float(np.dot(f.cost, h.getSolution().col_value))
+
+    assert optimum(sub, x[free]) + float(form.cost[~free] @ x[~free]) == pytest.approx(optimum(fixed, x))
+
+
+class _Given:
+    """A companion that has the optimum from the start."""
+
+    def __init__(self, x: FloatArray, value: float) -> None:
+        self.point, self.calls = (x, value), []
+
+    def start(self, form: MatrixForm, x0: FloatArray | None, deadline: float | None) -> None:
+        self.calls.append("start")
+
+    def offer(self, x: FloatArray) -> None:
+        self.calls.append("offer")
+
+    def best(self) -> tuple[FloatArray, float] | None:
+        return self.point
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+def knapsack() -> pyo.ConcreteModel:
+    m = pyo.ConcreteModel()
+    weights = [23, 31, 29, 44, 53, 38, 63, 85, 89, 82]
+    values = [92, 57, 49, 68, 60, 43, 67, 84, 87, 72]
+    m.x = pyo.Var(range(10), domain=pyo.Binary)
+    m.cap = pyo.Constraint(expr=sum(w * m.x[i] for i, w in enumerate(weights)) <= 165)
+    m.obj = pyo.Objective(expr=sum(v * m.x[i] for i, v in enumerate(values)), sense=pyo.maximize)
+    return m
+
+
+def test_a_companions_point_that_meets_the_bound_is_the_proven_answer() -> None:
+    """The classic 10-item knapsack (optimum 309): a companion holding the optimum is the
+    answer, proven by HiGHS's bound, and it is stopped when the solve ends."""
+    m = knapsack()
+    form = compile_model(m)
+    x = np.zeros(len(form.columns))
+    for j, v in enumerate(form.columns):
+        x[j] = 1.0 if v.index() in (0, 1, 2, 3, 5) else 0.0
+    companion = _Given(x, 309.0)
+    result = HighsBackend().solve(m, SolverOptions(mip_rel_gap=0, companion=companion))
+    assert (result.termination, result.objective) == (Termination.OPTIMAL, 309.0)
+    assert [round(m.x[i].value) for i in range(10)] == [1, 1, 1, 1, 0, 1, 0, 0, 0, 0]
+    assert companion.calls[0] == "start" and companion.calls[-1] == "stop"
+
+
+def test_a_search_beside_highs_ends_with_the_solve() -> None:
+    """A HostSearch started beside a solve leaves no thread behind, and its point is feasible."""
+    inst = dense_instance(3, seed=0, gpus_per_host=4)
+    start = solve_exact(inst, objective="lex:acceptance,hardware")
+    built, _ = migrations_stage(inst, verify(inst, start).objectives)
+    search = HostSearch(built.host_of)
+    warm = built.warm_start(start.placed(), start.profiles())
+    result = HighsBackend().solve(
+        built.model, SolverOptions(time_limit_s=20, mip_rel_gap=0, warm_start=warm, companion=search)
+    )
+    assert result.termination is Termination.OPTIMAL and result.objective == 2.0
+    assert search.thread is not None and not search.thread.is_alive()
+    assert not [t for t in threading.enumerate() if t.name == "mipopt-host-search"]
+
+
+def test_decoding_near_the_start_keeps_what_did_not_change() -> None:
+    """IBM 80 GPUs seed 1: the keep model's answer, encoded in the detailed model and read back
+    with that answer preferred, restarts no more than it did."""
+    inst = ibm_instance(80, seed=1, load=0.7)
+    sol = solve_exact(inst, objective="lex:acceptance,restarts")
+    placed, profiles = sol.placed(), sol.profiles()
+    built = build_config(inst, mode="detailed")
+    form = compile_model(_with_objective(built))
+    form.load(form.start(built.warm_start(placed, profiles)))
+    near = evaluate(inst, built.decode(placed), built.profiles)[1]["restarted"]
+    assert near <= evaluate(inst, placed, profiles)[1]["restarted"]
+
+
+def _with_objective(built) -> pyo.ConcreteModel:
+    built.model.objective = pyo.Objective(expr=built.expression("migrations"))
+    return built.model
+
+
+def test_exchange_brings_a_running_workload_home_past_the_workload_on_its_slot() -> None:
+    """``run`` (1g.10gb, cpu 1) runs on g0 slot 0 but was placed on g1; a new 1g.10gb of another
+    cpu (not interchangeable) took its slot. The exchange puts each on the other's GPU."""
+    b = mipopt.InstanceBuilder("exchange")
+    b.add_host("h0", {"g0": "A100-80GB"})
+    b.add_host("h1", {"g1": "A100-80GB"})
+    b.add_workload("run", "1g.10gb", cpu=1, placement=("g0", 0))
+    b.add_workload("new", "1g.10gb", cpu=2)
+    b.add_workload("other", "3g.40gb", cpu=1)
+    inst = b.build()
+    moved = {"run": ("g1", 6), "new": ("g0", 0), "other": ("g1", 0)}
+    kept = keep_running(inst, moved, frozenset())
+    assert kept["run"] == ("g0", 0) and kept["new"][0] == "g1"
+    assert evaluate(inst, kept)[0] == Objectives(3.0, 4.0, 0.0, 0.0)
+
+
+def test_exchange_leaves_a_running_workload_of_that_gpu_on_it() -> None:
+    """The block on the home slot is another workload running on that GPU: it stays."""
+    b = mipopt.InstanceBuilder("exchange-refused")
+    b.add_host("h0", {"g0": "A100-80GB"})
+    b.add_host("h1", {"g1": "A100-80GB"})
+    b.add_workload("run", "1g.10gb", cpu=1, placement=("g0", 0))
+    b.add_workload("mine", "2g.20gb", cpu=2, placement=("g0", 2))
+    inst = b.build()
+    moved = {"run": ("g1", 6), "mine": ("g0", 0)}
+    assert _Keeper(inst, frozenset(), False, {}).exchange(moved) == moved
+
+
+def test_a_time_limited_answer_with_the_search_verifies() -> None:
+    """IBM 80 GPUs with a 3 s limit (the search runs beside HiGHS): a verified answer within the limit."""
+    inst = ibm_instance(80, seed=0, load=0.7)
+    sol = solve_exact(inst, options=SolverOptions(time_limit_s=3))
+    assert verify(inst, sol).valid and sol.runtime_s <= 3.5
+    assert sol.status in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+def _in(seconds: float) -> float:
+    import time
+
+    return time.monotonic() + seconds
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.lists(st.lists(st.integers(0, 9), min_size=n, max_size=n), min_size=n, max_size=n)
+    )
+)
+def test_the_assignment_is_the_cheapest_permutation(rows: list[list[int]]) -> None:
+    """keep_running's matcher against every permutation (1,000,000 apart, as its costs are)."""
+    cost = np.array(rows, dtype=float) * np.array([1e6, 1.0] * 3)[: len(rows)]
+    cols = assignment(cost)
+    n = len(rows)
+    assert sorted(cols.tolist()) == list(range(n))
+    best = min(sum(cost[i, p[i]] for i in range(n)) for p in itertools.permutations(range(n)))
+    assert cost[np.arange(n), cols].sum() == pytest.approx(best)
