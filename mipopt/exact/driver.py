@@ -22,8 +22,9 @@ one deadline covers the whole call; every stage is reported in its own units
 (:class:`~mipopt.instance.StageResult`); a stage that does not finish ends the run with
 the best placement known, never a worse one than the warm start, and that answer's
 restarts are brought down for the acceptance and hardware it reached before it is returned
-(the configuration model's keep variant within the time kept back, then
-:mod:`mipopt.exact.keep`).
+(within the time kept back: the configuration model's keep variant, a search over hosts from
+the home start's answer and from the answer, :mod:`mipopt.exact.lns`, then
+:mod:`mipopt.exact.keep`; ``models/grmu.md``, "Anytime answers").
 """
 
 from __future__ import annotations
