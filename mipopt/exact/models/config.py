@@ -349,34 +349,37 @@ class ConfigModel:
             )
             for c, shape in enumerate(self.shapes)
         }
-        if prefer:  # each to its GPU in the preferred placement, where that has room
-            for c in range(len(self.shapes)):
-                for wid in [w.id for w in leavers[c]] + accepted[c]:
-                    if wid not in prefer:
-                        continue
-                    g = inst.gpu(prefer[wid][0])
-                    for key in quota:
-                        if (
-                            key[:3] == (c, g.host, g.model.name)
-                            and quota[key] > 0
-                            and put(wid, key, g.id, True)
-                        ):
-                            stayed.add(wid)
-                            break
+
+        def preferred(wid: str, c: int, host: str | None) -> bool:
+            """``wid`` onto its GPU in the preferred placement, if that is on ``host`` (when given)."""
+            at = prefer.get(wid)
+            g = inst.gpu(at[0]) if at is not None else None
+            if g is None or (host is not None and g.host != host):
+                return False
+            for key in quota:
+                if key[:3] == (c, g.host, g.model.name) and quota[key] > 0 and put(wid, key, g.id, True):
+                    stayed.add(wid)
+                    return True
+            return False
+
         for c in range(len(self.shapes)):
             keys = [key for key in quota if key[0] == c]
+            # leavers by weight, on their own host first (the same-host count Eq. 5 needs); each to
+            # its preferred GPU when that key is open, else its own GPU's key
             for same_host in (True, False):
                 for w in leavers[c]:
                     if w.id in stayed:
                         continue
                     home = inst.gpu(home_gpu(self.instance, w.id))
+                    if preferred(w.id, c, home.host if same_host else None):
+                        continue
                     for key in keys:
                         near = key[1] == home.host or not same_host
                         if quota[key] > 0 and near and put(w.id, key, home.id):
                             stayed.add(w.id)
                             break
             for wid in accepted[c]:
-                if wid in stayed:
+                if wid in stayed or preferred(wid, c, None):
                     continue
                 for key in keys:
                     if quota[key] > 0 and put(wid, key, None):
