@@ -485,7 +485,9 @@ def test_a_stop_passing_through_pyomo_is_not_logged_as_its_error(caplog: pytest.
     assert [r.getMessage().split(":")[0] for r in caplog.records] == ["evaluating object as numeric value"]
 
 
-def test_a_workers_exit_passing_through_pyomo_construction_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_workers_exit_passing_through_pyomo_construction_is_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A local worker's SIGTERM is a SystemExit, and Pyomo logs it when it cuts a component's
     construction ("Constructing component 'N' from data=None failed", seen in CI beside exit 143):
     with the filter the worker installs it is dropped, and a real error still logs."""
