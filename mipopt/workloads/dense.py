@@ -115,9 +115,7 @@ def dense_instance(
                 fits = [
                     p
                     for k, p in enumerate(model.profiles)
-                    if not p.media_extension
-                    and tables.legal[state.mask, k] != 0
-                    and state.counts.get(p.name, 0) < p.max_instances
+                    if not p.media_extension and state.admits(tables, k, p)
                 ]
                 cpu, ram = float(rng.integers(2, 9)), float(rng.choice([8, 16, 24, 32]))
                 if not fits or cpu_used + cpu > cpu_cap[hid] or ram_used + ram > ram_cap[hid]:
@@ -125,8 +123,7 @@ def dense_instance(
                 p = fits[int(rng.integers(len(fits)))]
                 start = default_start(model, state.mask, p)
                 assert start is not None  # p has a legal free start
-                state.mask |= p.slot_mask(start)
-                state.counts[p.name] = state.counts.get(p.name, 0) + 1
+                state.take(p, start)
                 cpu_used, ram_used = cpu_used + cpu, ram_used + ram
                 pinned = bool(rng.random() < pinned_share)
                 running.append((p, gid, start, cpu, ram, pinned, float(rng.choice([1.0, 0.5]))))

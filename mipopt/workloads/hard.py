@@ -177,21 +177,16 @@ def hard_instance(
                     (k, p)
                     for k, p in enumerate(model.profiles)
                     if p.compute <= left
-                    and tables.legal[state.mask, k] != 0
-                    and state.counts.get(p.name, 0) < p.max_instances
-                    and not (p.media_extension and state.media_used)
+                    and state.admits(tables, k, p)
                     and host_cpu[hid] + c_rate * p.compute <= cpu_cap[hid] + 1e-9
                     and host_ram[hid] + r_rate * p.memory_gb <= ram_cap[hid] + 1e-9
                 ]
                 if not fits:
                     break
                 k, p = fits[int(rng.integers(len(fits)))]
-                bits = int(tables.legal[state.mask, k])
-                starts = [s for s in p.starts if bits >> s & 1]
+                starts = state.free_starts(tables, k, p)
                 start = starts[int(rng.integers(len(starts)))]
-                state.mask |= p.slot_mask(start)
-                state.counts[p.name] = state.counts.get(p.name, 0) + 1
-                state.media_used |= p.media_extension
+                state.take(p, start)
                 cpu, ram = c_rate * p.compute, r_rate * p.memory_gb
                 host_cpu[hid] += cpu
                 host_ram[hid] += ram

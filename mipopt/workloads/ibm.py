@@ -182,21 +182,16 @@ def ibm_instance(
                 p
                 for p in drawn
                 if p.compute <= left
-                and tables.legal[state.mask, index[p.name]] != 0
-                and state.counts.get(p.name, 0) < p.max_instances
-                and not (p.media_extension and state.media_used)
+                and state.admits(tables, index[p.name], p)
                 and _room(cpu_cap[hid], host_cpu[hid], cpu(p))
                 and _room(ram_cap[hid], host_ram[hid], ram(p))
             ]
             if not fits:
                 break
             p = fits[int(rng.integers(len(fits)))]
-            bits = int(tables.legal[state.mask, index[p.name]])
-            starts = [s for s in p.starts if bits >> s & 1]
+            starts = state.free_starts(tables, index[p.name], p)
             start = starts[int(rng.integers(len(starts)))]
-            state.mask |= p.slot_mask(start)
-            state.counts[p.name] = state.counts.get(p.name, 0) + 1
-            state.media_used |= p.media_extension
+            state.take(p, start)
             host_cpu[hid] += cpu(p)
             host_ram[hid] += ram(p)
             left -= p.compute

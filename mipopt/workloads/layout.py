@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mipopt.limits import MAX_GPUS, beyond
+
+if TYPE_CHECKING:
+    from mipopt.catalog import Profile
+    from mipopt.geometry.tables import GeometryTables
 
 __all__ = ["GpuFill", "check_gpus", "host_layout"]
 
@@ -18,6 +22,26 @@ class GpuFill:
     mask: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     media_used: bool = False
+
+    def admits(self, tables: GeometryTables, k: int, p: Profile) -> bool:
+        """Whether profile ``p`` (position ``k`` in its model's ``tables``) fits beside what the GPU
+        holds: a free legal start, an instance left under ``max_instances``, the one ``+me``."""
+        return (
+            tables.legal[self.mask, k] != 0
+            and self.counts.get(p.name, 0) < p.max_instances
+            and not (p.media_extension and self.media_used)
+        )
+
+    def free_starts(self, tables: GeometryTables, k: int, p: Profile) -> list[int]:
+        """The legal starts of ``p`` (position ``k``) whose slots are free."""
+        bits = int(tables.legal[self.mask, k])
+        return [s for s in p.starts if bits >> s & 1]
+
+    def take(self, p: Profile, start: int) -> None:
+        """Hold an instance of ``p`` at ``start``."""
+        self.mask |= p.slot_mask(start)
+        self.counts[p.name] = self.counts.get(p.name, 0) + 1
+        self.media_used |= p.media_extension
 
 
 def check_gpus(value: Any, label: str) -> int:
