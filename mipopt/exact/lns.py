@@ -42,6 +42,8 @@ from mipopt.solvers.highs import _highs, _WatchedHighs
 from mipopt.solvers.matrix import CscMatrix, FloatArray, MatrixForm
 from mipopt.solvers.stop import StopFlag
 
+#: How much a point must gain to count as better.
+TOL = 1e-9
 #: Hosts freed in the first round; at most :data:`MAX_HOSTS`.
 FIRST_HOSTS = 3
 MAX_HOSTS = 24
@@ -139,7 +141,7 @@ class HostSearch:
         if form is None or feasible_start(form, x) is None:
             return
         with self.lock:
-            if self.x is None or self._better(float(form.cost @ x), self.value):
+            if self.x is None or form.better(float(form.cost @ x), self.value, TOL):
                 self.x, self.value = np.where(form.integer, np.round(x), x), float(form.cost @ x)
 
     def best(self) -> tuple[FloatArray, float] | None:
@@ -171,9 +173,6 @@ class HostSearch:
         if x is not None:
             self.x, self.value = x, float(form.cost @ x)
 
-    def _better(self, a: float, b: float) -> bool:
-        return self.sign * a < self.sign * b - 1e-9
-
     def _loop(self, deadline: float | None, delay: float = 0.0) -> None:
         form = self.form
         assert form is not None
@@ -200,7 +199,7 @@ class HostSearch:
             found, proven = _solve_fixed(form, x, free, replace(self.options, time_limit_s=limit), self.halt)
             self.rounds += 1
             with self.lock:
-                gained = found is not None and self._better(float(form.cost @ found), self.value)
+                gained = found is not None and form.better(float(form.cost @ found), self.value, TOL)
                 if gained:
                     assert found is not None
                     self.x, self.value = found, float(form.cost @ found)

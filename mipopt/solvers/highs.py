@@ -129,17 +129,13 @@ class HighsBackend:
                 bound = objective
             bound = bound if bound is not None and math.isfinite(bound) else None
         found = companion.best() if companion is not None and not unbounded else None
-        if found is not None and (
-            objective is None or (found[1] > objective if form.maximize else found[1] < objective)
-        ):  # the companion's point is the answer; HiGHS's bound still holds
-            form.load(found[0])
+        if found is not None and (objective is None or form.better(found[1], objective)):
+            form.load(found[0])  # the companion's point is the answer; HiGHS's bound still holds
             objective, has_solution = found[1], True
             if bound is None and form.integer.any() and math.isfinite(info.mip_dual_bound):
                 bound = float(info.mip_dual_bound)
-            if is_proven(objective, bound):
-                status = MS.kOptimal
-        elif run.met and is_proven(objective, bound):
-            status = MS.kOptimal  # stopped because the companion's point met the bound
+        if companion is not None and is_proven(objective, bound):
+            status = MS.kOptimal  # HiGHS stopped once the companion's point met its bound
         sol_status = Status.FEASIBLE if has_solution else Status.NONE
         if status == MS.kOptimal and is_proven(objective, bound):
             termination, sol_status, message = Termination.OPTIMAL, Status.OPTIMAL, "optimal"
@@ -189,10 +185,7 @@ class HighsBackend:
         x = feasible_start(form, run.incumbent)
         x = x if x is not None else feasible_start(form, x0)
         found = run.companion.best() if run.companion is not None else None
-        if found is not None and (
-            x is None
-            or (found[1] > float(form.cost @ x) if form.maximize else found[1] < float(form.cost @ x))
-        ):
+        if found is not None and (x is None or form.better(found[1], float(form.cost @ x) + form.offset)):
             x = found[0]
         objective = bound = None
         if x is not None:
@@ -223,7 +216,6 @@ class _WatchedHighs:
         self.incumbent: FloatArray | None = None
         self.bound: float | None = None
         self.requested = False  # set from the watching thread, e.g. on a KeyboardInterrupt
-        self.met = False  # the companion's point met the dual bound
         self.sent: FloatArray | None = None
         h.cbMipInterrupt.subscribe(self._mip_interrupt)
         if lp_checks:  # each takes the GIL, every few simplex iterations
@@ -251,7 +243,6 @@ class _WatchedHighs:
             self.bound = bound
             found = self.companion.best() if self.companion is not None else None
             if found is not None and is_proven(found[1], bound):
-                self.met = True
                 event.interrupt()
         self._interrupt(event)
 

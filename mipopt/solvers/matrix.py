@@ -123,6 +123,10 @@ class MatrixForm:
         x = np.array([values.get(v.name, 0.0) for v in self.columns], dtype=float)
         return np.clip(x, self.col_lower, self.col_upper)
 
+    def better(self, a: float, b: float, tol: float = 0.0) -> bool:
+        """Whether objective value ``a`` beats ``b`` by more than ``tol``, in the objective's sense."""
+        return a > b + tol if self.maximize else a < b - tol
+
     def load(self, x: FloatArray) -> None:
         """Put a solution vector into the model's variables (integer columns rounded)."""
         x = np.where(self.integer, np.round(x), x)
