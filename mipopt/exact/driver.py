@@ -558,20 +558,19 @@ class _Run:
         m.stage_objective = pyo.Objective(expr=expr, sense=stage.sense)
         warm = self.warm(built)
         self.report(stage.name, label, False, self.best.values.get(stage.name), None)
-        # a search beside HiGHS pays where HiGHS finds few points: not for acceptance
-        beside = built if stage.name != "acceptance" else None
-        result = self.backend.solve(m, self.stage_options(warm, share, built=beside, objective=stage.name))
+        result = self.backend.solve(m, self.stage_options(warm, share, built=built, objective=stage.name))
         if result.has_solution:
             self.best.offer(self.decode(built), f"{label} {stage.name}", built.profiles)
         return result, _rounded_bound(expr, result.bound, stage.sense)
 
-    def searches(self, built: Formulation, limit: float | None, objective: str | None = None) -> bool:
+    def searches(self, built: Formulation, limit: float | None, objective: str | None) -> bool:
         """Whether a search over hosts runs beside HiGHS on ``built`` (:mod:`mipopt.exact.lns`)
         for a solve of at most ``limit`` seconds of ``objective``: on the configuration model of
         an instance of several hosts, with more than one thread, in a time-limited run (the
         search's answers depend on timing; an unlimited run keeps its answer reproducible), and
         either in a solve short enough that its answer may be what the run returns (at most
-        :data:`SEARCH_BESIDE_MAX_S`) or in a hardware stage. A long solve keeps its cores for the
+        :data:`SEARCH_BESIDE_MAX_S`) or in a hardware stage; never for acceptance, whose points
+        HiGHS finds itself. A long solve keeps its cores for the
         proof otherwise (the search took one from HiGHS: IBM 1,000 GPUs seed 1's restarts stage
         was no longer proven within 60 s); hardware, a bin packing over hosts, is where HiGHS's
         own points lag most (the whole Alibaba snapshot: first fit's 299 for 54 s, where a search
@@ -581,6 +580,7 @@ class _Run:
             self.backend.name == "highs"
             and isinstance(built, ConfigModel)
             and limit is not None
+            and objective != "acceptance"
             and (limit <= SEARCH_BESIDE_MAX_S or objective == "hardware")
             and self.options.threads != 1
             and len(self.work.hosts) > 2
@@ -833,7 +833,10 @@ class _Run:
         m.stage_objective = pyo.Objective(expr=built.expression("restarts"))
         self.report("restarts", "keep", False, self.best.values.get("restarts"), None)
         result = self.backend.solve(
-            m, self.stage_options(built.warm_start(placed, profiles), KEEP_SHARE, built=built)
+            m,
+            self.stage_options(
+                built.warm_start(placed, profiles), KEEP_SHARE, built=built, objective="restarts"
+            ),
         )
         m.del_component("start_floor")
         if result.has_solution:
