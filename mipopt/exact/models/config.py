@@ -131,7 +131,6 @@ class ConfigModel:
     stats: dict[str, int] = field(default_factory=dict)
     relaxed: frozenset[str] = frozenset()
     profiles: dict[str, str] = field(default_factory=dict)  # the last decode's, memory-sized workloads
-    _prefer: Placed = field(default_factory=dict, repr=False)  # the current decode's preferred placement
 
     def expression(self, name: str) -> pyo.Expression:
         return self.model.obj_expr[name]
@@ -167,8 +166,7 @@ class ConfigModel:
         first, and each goes to its GPU there before any other: where the values did not
         change, neither does the content of a GPU, so its running workloads keep their starts.
         """
-        self._prefer = prefer or {}
-        prefer = self._prefer
+        prefer = prefer or {}
         m = self.model
         config_of: dict[str, Vector] = {}
         stayers: dict[str, list[str]] = defaultdict(list)  # gpu -> running workloads kept there
@@ -197,7 +195,7 @@ class ConfigModel:
                     stayers[home_gpu(self.instance, wid)].append(wid)
         elif self.mode == "aggregate":  # running workloads keep their GPU where its configuration has room
             self._aggregate_stayers(config_of, quota, stayers, held)
-        return self._place(config_of, stayers, quota, held)
+        return self._place(config_of, stayers, quota, held, prefer)
 
     def _assign_keeping(
         self, unit: _Unit, configs: list[Vector], config_of: dict[str, Vector]
@@ -309,8 +307,10 @@ class ConfigModel:
         stayers: dict[str, list[str]],
         quota: dict[tuple[int, str, str, int], int],
         held: dict[str, dict[str, tuple[int, int]]] | None = None,
+        prefer: Placed | None = None,
     ) -> dict[str, tuple[str, int]]:
         inst = self.instance
+        prefer = prefer or {}
         content: dict[str, list[tuple[str, int]]] = defaultdict(list)  # gpu -> (workload, profile)
         room = {g: list(c) for g, c in config_of.items()}
         for gpu_id, ws in stayers.items():
@@ -337,7 +337,6 @@ class ConfigModel:
                     return True
             return False
 
-        prefer = self._prefer
         accepted: dict[int, list[str]] = defaultdict(list)
         for k, (c, members) in enumerate(self.accept):  # those the preferred placement accepts first
             ordered = sorted(members, key=lambda w: w not in prefer)
@@ -350,14 +349,18 @@ class ConfigModel:
             for c, shape in enumerate(self.shapes)
         }
 
+        keys_at: dict[tuple[int, str, str], list[tuple[int, str, str, int]]] = defaultdict(list)
+        for key in quota:
+            keys_at[key[:3]].append(key)
+
         def preferred(wid: str, c: int, host: str | None) -> bool:
             """``wid`` onto its GPU in the preferred placement, if that is on ``host`` (when given)."""
             at = prefer.get(wid)
             g = inst.gpu(at[0]) if at is not None else None
             if g is None or (host is not None and g.host != host):
                 return False
-            for key in quota:
-                if key[:3] == (c, g.host, g.model.name) and quota[key] > 0 and put(wid, key, g.id, True):
+            for key in keys_at[c, g.host, g.model.name]:
+                if quota[key] > 0 and put(wid, key, g.id, True):
                     stayed.add(wid)
                     return True
             return False
