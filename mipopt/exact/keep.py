@@ -146,8 +146,8 @@ class _Keeper:
             if other is None or other in self.fixed or key_of(other) != key_of(wid):
                 continue
             mine = out[wid]
-            before = _add(self.cost(wid, mine), self.cost(other, home))
-            after = _add(self.cost(wid, home), self.cost(other, mine))
+            before = _sum([self.cost(wid, mine), self.cost(other, home)])
+            after = _sum([self.cost(wid, home), self.cost(other, mine)])
             if after < before:
                 out[wid], out[other] = home, mine
                 at[home], at[mine] = wid, other
@@ -369,10 +369,6 @@ def assignment(cost: np.ndarray) -> np.ndarray:
     cols = np.zeros(n, dtype=np.int64)
     cols[row_of[1:] - 1] = np.arange(n)
     return cols
-
-
-def _add(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-    return (a[0] + b[0], a[1] + b[1])
 
 
 def _sum(costs: list[tuple[float, float]]) -> tuple[float, float]:
