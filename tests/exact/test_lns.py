@@ -22,9 +22,26 @@ from mipopt.solvers.base import feasible_start
 from mipopt.solvers.highs import HighsBackend, _highs
 from mipopt.solvers.matrix import FloatArray, MatrixForm, compile_model
 from mipopt.solvers.stop import Limits
-from mipopt.verifier import evaluate, verify
+from mipopt.verifier import evaluate, solution_for, verify
 from mipopt.workloads import dense_instance
 from mipopt.workloads.ibm import ibm_instance
+
+
+def checked(
+    inst: mipopt.Instance, placed: dict[str, tuple[str, int]], profiles: dict[str, str] | None = None
+) -> Objectives:
+    """``placed`` through the verifier (valid), and its objectives."""
+    sol = solution_for(
+        inst,
+        placed,
+        method="test",
+        termination=Termination.COMPLETED,
+        status=Status.FEASIBLE,
+        profiles=profiles,
+    )
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    return report.objectives
 
 
 def migrations_stage(inst: mipopt.Instance, floors: Objectives) -> tuple:
@@ -55,7 +72,7 @@ def test_the_search_reaches_the_proven_migrations_from_a_poor_start() -> None:
     assert feasible_start(form, found.x) is not None
     form.load(found.x)
     placed = built.decode(start.placed())
-    objectives, _ = evaluate(inst, placed, built.profiles)
+    objectives = checked(inst, placed, built.profiles)
     assert (objectives.acceptance, objectives.hardware, objectives.migrations) == (43.0, 22.0, 2.0)
 
 
@@ -155,7 +172,9 @@ def test_decoding_near_the_start_keeps_what_did_not_change() -> None:
     built = build_config(inst, mode="detailed")
     form = compile_model(_with_objective(built))
     form.load(form.start(built.warm_start(placed, profiles)))
-    near = evaluate(inst, built.decode(placed), built.profiles)[1]["restarted"]
+    near_placed = built.decode(placed)
+    checked(inst, near_placed, built.profiles)
+    near = evaluate(inst, near_placed, built.profiles)[1]["restarted"]
     assert near <= evaluate(inst, placed, profiles)[1]["restarted"]
 
 
@@ -177,7 +196,7 @@ def test_exchange_brings_a_running_workload_home_past_the_workload_on_its_slot()
     moved = {"run": ("g1", 6), "new": ("g0", 0), "other": ("g1", 0)}
     kept = keep_running(inst, moved, frozenset())
     assert kept["run"] == ("g0", 0) and kept["new"][0] == "g1"
-    assert evaluate(inst, kept)[0] == Objectives(3.0, 4.0, 0.0, 0.0)
+    assert checked(inst, kept) == Objectives(3.0, 4.0, 0.0, 0.0)
 
 
 def test_exchange_leaves_a_running_workload_of_that_gpu_on_it() -> None:
@@ -245,7 +264,7 @@ def test_decoding_near_a_start_lands_the_heavier_leaver_on_its_own_host() -> Non
     assert result.objective == 8.0
     placed = built.decode(start)
     assert (placed["heavy"][0], placed["light"][0]) == ("g1", "g2")
-    assert evaluate(inst, placed)[0].migrations == 8.0
+    assert checked(inst, placed).migrations == 8.0
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -260,5 +279,4 @@ def test_decoding_near_a_start_keeps_the_models_migrations(seed: int) -> None:
     result = HighsBackend().solve(built.model, SolverOptions(mip_rel_gap=0))
     assert result.termination is Termination.OPTIMAL
     placed = built.decode(start.placed())
-    objectives, _ = evaluate(inst, placed, built.profiles)
-    assert objectives.migrations == result.objective
+    assert checked(inst, placed, built.profiles).migrations == result.objective
