@@ -54,6 +54,7 @@ from mipopt.instance.budget import UNLIMITED
 from mipopt.instance.summary import value_text
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
 from mipopt.solvers.base import feasible_start
+from mipopt.solvers.highs import HighsRival
 from mipopt.solvers.matrix import compile_model
 from mipopt.verifier import evaluate, no_solution, solution_for, verify
 
@@ -215,6 +216,9 @@ LNS_SHARE = 0.8
 SEARCH_MIN_S = 0.3
 #: The longest solve beside which a search over hosts runs (:meth:`_Run.searches`).
 SEARCH_BESIDE_MAX_S = 20.0
+#: Instances of at most this many hosts race a second HiGHS run beside each solve instead of a
+#: search over hosts (:meth:`_Run.races`).
+RACE_MAX_HOSTS = 16
 #: Share of that time the search from the home start may take to reach the incumbent's acceptance.
 HOME_SEARCH_SHARE = 0.85
 
@@ -499,7 +503,9 @@ class _Run:
         if cap is not None:
             limit = cap if limit is None else min(limit, cap)
         options = replace(self.options, time_limit_s=limit, warm_start=warm or None, deadline=self.deadline)
-        if isinstance(built, ConfigModel) and self.searches(built, limit, objective):
+        if self.races(limit):
+            options = replace(options, companion=HighsRival(options, seed=self.options.seed + 1))
+        elif isinstance(built, ConfigModel) and self.searches(built, limit, objective):
             options = replace(
                 options, companion=HostSearch(built.host_of, seed=self.options.seed, options=options)
             )
@@ -562,6 +568,19 @@ class _Run:
         if result.has_solution:
             self.best.offer(self.decode(built), f"{label} {stage.name}", built.profiles)
         return result, _rounded_bound(expr, result.bound, stage.sense)
+
+    def races(self, limit: float | None) -> bool:
+        """Whether a second HiGHS run with another seed races each solve of at most ``limit``
+        seconds (:class:`~mipopt.solvers.highs.HighsRival`): on an instance of few hosts (at most
+        :data:`RACE_MAX_HOSTS`), where a search over hosts frees most of the model in one round,
+        with more than one thread, in a time-limited run (the winner depends on timing; an
+        unlimited run keeps its answer reproducible)."""
+        return (
+            self.backend.name == "highs"
+            and limit is not None
+            and self.options.threads != 1
+            and len(self.work.hosts) <= RACE_MAX_HOSTS
+        )
 
     def searches(self, built: Formulation, limit: float | None, objective: str | None) -> bool:
         """Whether a search over hosts runs beside HiGHS on ``built`` (:mod:`mipopt.exact.lns`)

@@ -151,6 +151,10 @@ class HostSearch:
                 return None
             return self.x, self.value + self.form.offset
 
+    def bound(self) -> None:
+        """None: a search over hosts proves no bound on the whole model."""
+        return None
+
     def stop(self) -> None:
         """End the search started by :meth:`start` (its round in progress is interrupted) and
         wait for its thread."""

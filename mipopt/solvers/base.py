@@ -118,9 +118,10 @@ class SolverOptions:
         COMPLETED. Only for backends that declare ``supports_node_limit``.
     companion
         A search that runs beside the solve on the compiled model (:class:`Companion`, e.g.
-        :class:`mipopt.exact.lns.HostSearch`): the better of its point and the solver's is the
-        answer, and the solve ends once its point meets the solver's bound. HiGHS only; other
-        backends ignore it.
+        :class:`mipopt.exact.lns.HostSearch`, or a second HiGHS run,
+        :class:`mipopt.solvers.highs.HighsRival`): the better of its point and the solver's is
+        the answer, the tighter of their bounds proves it, and the solve ends once the point
+        meets the bound. HiGHS only; other backends ignore it.
 
     Raises
     ------
@@ -274,6 +275,10 @@ class Companion(Protocol):
 
     def best(self) -> tuple[FloatArray, float] | None:
         """The best point found so far and its objective, or None."""
+        ...
+
+    def bound(self) -> float | None:
+        """A bound on the model's optimum that the search has proven, or None."""
         ...
 
     def stop(self) -> None:

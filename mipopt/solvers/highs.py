@@ -32,7 +32,9 @@ HiGHS checks it and ignores an infeasible start.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from dataclasses import replace
 
 import highspy
 import numpy as np
@@ -52,7 +54,7 @@ from mipopt.solvers.base import (
     stopped_termination,
 )
 from mipopt.solvers.matrix import FloatArray, MatrixForm, compile_model
-from mipopt.solvers.stop import GRACE_S, REASON_INTERRUPTED, Limits, Watched, run_watched
+from mipopt.solvers.stop import GRACE_S, REASON_INTERRUPTED, Limits, StopFlag, Watched, run_watched
 
 MS = highspy.HighsModelStatus
 
@@ -134,6 +136,8 @@ class HighsBackend:
             objective, has_solution = found[1], True
             if bound is None and form.integer.any() and math.isfinite(info.mip_dual_bound):
                 bound = float(info.mip_dual_bound)
+        if companion is not None and has_solution:
+            bound = _tighter(form, bound, companion.bound())
         if companion is not None and is_proven(objective, bound):
             status = MS.kOptimal  # HiGHS stopped once the companion's point met its bound
         sol_status = Status.FEASIBLE if has_solution else Status.NONE
@@ -191,7 +195,7 @@ class HighsBackend:
         if x is not None:
             form.load(x)
             objective = float(pyo.value(form.objective))
-            bound = run.bound
+            bound = _tighter(form, run.bound, run.companion.bound() if run.companion is not None else None)
         return SolveResult(
             termination=termination,
             status=Status.FEASIBLE if x is not None else Status.NONE,
@@ -241,8 +245,12 @@ class _WatchedHighs:
         bound = float(event.data_out.mip_dual_bound)
         if math.isfinite(bound):
             self.bound = bound
-            found = self.companion.best() if self.companion is not None else None
-            if found is not None and is_proven(found[1], bound):
+        if self.companion is not None:
+            found = self.companion.best()
+            # either bound proves the companion's point: HiGHS's, or the companion's own
+            if found is not None and any(
+                is_proven(found[1], b) for b in (self.bound, self.companion.bound())
+            ):
                 event.interrupt()
         self._interrupt(event)
 
@@ -259,6 +267,91 @@ class _WatchedHighs:
         if found is not None and found[0] is not self.sent:
             self.sent = found[0]
             event.data_in.setSolution(found[0])
+
+
+class HighsRival:
+    """A second HiGHS run of the same model, with another random seed, racing the first: a
+    :class:`~mipopt.solvers.base.Companion` (:attr:`SolverOptions.companion`) that also proves.
+
+    HiGHS's branch and bound uses one core (a 28 s solve of a dense instance took 28.7 s of
+    processor time with ``threads`` 2), and its time to a proof varies with the seed (the same
+    hardware stage: 24-60 s over seeds 0-5). The rival runs on the second core from the start; the
+    two hand each other their incumbents (HiGHS's user-solution callback), the better point is
+    the answer, the tighter bound proves it, and the solve ends when either proves. Which run
+    wins depends on timing, so only time-limited solves race (:meth:`mipopt.exact.driver._Run.races`).
+
+    Parameters
+    ----------
+    options
+        The solve's options; the rival runs with ``seed``, one thread, no output.
+    seed
+        The rival's random seed (HiGHS's ``random_seed``).
+    """
+
+    def __init__(self, options: SolverOptions, seed: int) -> None:
+        self.options = replace(options, seed=seed, threads=1, verbose=False, companion=None, warm_start=None)
+        self.halt = StopFlag()
+        self.form: MatrixForm | None = None
+        self.watched: _WatchedHighs | None = None
+        self.thread: threading.Thread | None = None
+        self.offered: FloatArray | None = None
+        self.sent: FloatArray | None = None
+        self.final_bound: float | None = None
+
+    def start(self, form: MatrixForm, x0: FloatArray | None, deadline: float | None) -> None:
+        """Start HiGHS in a thread of its own, from ``x0``, until ``deadline`` or :meth:`stop`."""
+        self.form = form
+        limits = Limits(deadline=deadline, stop=self.halt)
+        self.watched = _WatchedHighs(_highs(form, self.options, x0, limits), limits)
+        self.watched.highs.cbMipUserSolution.subscribe(self._user_solution)
+        self.thread = threading.Thread(target=self._run, name="mipopt-highs-rival", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        assert self.watched is not None
+        h = self.watched.highs
+        h.run()
+        info = h.getInfo()
+        if info.primal_solution_status == 2:  # solved in presolve reports no improving solution
+            self.watched.incumbent = np.array(h.getSolution().col_value, dtype=float)
+        if math.isfinite(info.mip_dual_bound):
+            self.final_bound = float(info.mip_dual_bound)
+
+    def _user_solution(self, event: highspy.HighsCallbackEvent) -> None:
+        offered = self.offered
+        if offered is not None and offered is not self.sent:
+            self.sent = offered
+            event.data_in.setSolution(offered)
+
+    def offer(self, x: FloatArray) -> None:
+        """An incumbent of the other run, handed to this one at its next chance."""
+        self.offered = x
+
+    def best(self) -> tuple[FloatArray, float] | None:
+        """This run's incumbent and its objective (offset included), or None."""
+        x = self.watched.incumbent if self.watched is not None else None
+        if x is None or self.form is None:
+            return None
+        return x, float(self.form.cost @ x) + self.form.offset
+
+    def bound(self) -> float | None:
+        """This run's dual bound: its last while it runs, its final one once it has ended."""
+        if self.thread is not None and not self.thread.is_alive():
+            return self.final_bound
+        return self.watched.bound if self.watched is not None else None
+
+    def stop(self) -> None:
+        """Stop the run and wait for it, at most :data:`~mipopt.solvers.stop.GRACE_S`."""
+        if self.thread is not None:
+            self.halt.set()
+            self.thread.join(GRACE_S)
+
+
+def _tighter(form: MatrixForm, a: float | None, b: float | None) -> float | None:
+    """Of two bounds on ``form``'s optimum, either None, the one closer to it."""
+    if a is None or b is None:
+        return b if a is None else a
+    return b if form.better(a, b) else a
 
 
 def _highs(
