@@ -98,9 +98,15 @@ def machine_description() -> str:
     return ", ".join(parts)
 
 
+#: git pathspecs of what the benchmarks write (:func:`git_commit` leaves them out)
+OUTPUTS_EXCLUDED = (":(exclude)benchmarks/results", ":(exclude)benchmarks/README.md")
+
+
 def git_commit(repo: Path = REPO_ROOT) -> str:
     """Short hash of ``HEAD``, with ``-dirty`` when tracked files differ from it.
 
+    The benchmarks' own outputs (``benchmarks/results/`` and ``benchmarks/README.md``) do not
+    count, so the second of several benchmarks run in one clean checkout is labelled clean too.
     ``unknown`` outside a git checkout, so a benchmark still runs from a tarball.
     """
 
@@ -111,7 +117,7 @@ def git_commit(repo: Path = REPO_ROOT) -> str:
 
     try:
         commit = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", *OUTPUTS_EXCLUDED)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{commit}-dirty" if dirty else commit

@@ -126,6 +126,28 @@ def test_append_rows_refuses_another_header(tmp_path: Path) -> None:
         common.append_rows(path, ["a", "b"], [{"a": 1}])
 
 
+def test_the_commit_label_ignores_what_benchmarks_write(tmp_path: Path) -> None:
+    """A checkout whose only changes are benchmark outputs is clean; a changed source is dirty."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    for name in ("benchmarks/results/x.csv", "benchmarks/README.md", "mipopt/m.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("a\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (tmp_path / "benchmarks/results/x.csv").write_text("a\nb\n")
+    (tmp_path / "benchmarks/README.md").write_text("b\n")
+    assert common.git_commit(tmp_path) == head
+    (tmp_path / "mipopt/m.py").write_text("b\n")
+    assert common.git_commit(tmp_path) == f"{head}-dirty"
+
+
 # --- exact models (benchmarks/bench_exact.py)
 
 EXACT_COMMITTED = [RESULTS / "exact.csv", README]
