@@ -168,7 +168,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def readme_table(rows: list[dict[str, str]], source: str, args: object = None) -> str:
-    """Per size and limit, the latest run: how many answers met each target, and the restarts."""
+    """Per class, size and limit, the latest run: how many answers met each target, and the restarts."""
     chosen = common.latest_rows(rows, lambda r: (r["class"], r["gpus"], r["seed"], r["time_limit_s"]))
     groups: dict[tuple[str, int, float], list[dict[str, str]]] = {}
     for r in chosen:

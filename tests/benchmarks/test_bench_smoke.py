@@ -97,7 +97,7 @@ def test_render_regenerates_the_committed_tables(tmp_path: Path) -> None:
     """Every README section comes out of the committed rows as committed: ``--render`` changes nothing."""
     readme = tmp_path / "README.md"
     readme.write_text(README.read_text())
-    for name in ("geometry", "online", "exact", "wpm", "gap", "mfi", "grmu", "migrate"):
+    for name in ("geometry", "online", "exact", "wpm", "gap", "mfi", "grmu", "migrate", "anytime"):
         bench = load(f"bench_{name}").BENCH
         args = bench.parse_args(["--render", "--out-dir", str(RESULTS), "--readme", str(readme)])
         assert [p.name for p in bench.render(args)] == [o.csv for o in bench.outputs], name
