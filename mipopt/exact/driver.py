@@ -569,24 +569,23 @@ class _Run:
             self.best.offer(self.decode(built), f"{label} {stage.name}", built.profiles)
         return result, _rounded_bound(expr, result.bound, stage.sense)
 
+    def second_core(self, limit: float | None) -> bool:
+        """Whether a solve of at most ``limit`` seconds may have a companion beside HiGHS
+        (:meth:`races`, :meth:`searches`): with HiGHS, more than one thread, and a time limit (a
+        companion's answers depend on timing; an unlimited run keeps its answer reproducible)."""
+        return self.backend.name == "highs" and limit is not None and self.options.threads != 1
+
     def races(self, limit: float | None) -> bool:
         """Whether a second HiGHS run with another seed races each solve of at most ``limit``
-        seconds (:class:`~mipopt.solvers.highs.HighsRival`): on an instance of few hosts (at most
-        :data:`RACE_MAX_HOSTS`), where a search over hosts frees most of the model in one round,
-        with more than one thread, in a time-limited run (the winner depends on timing; an
-        unlimited run keeps its answer reproducible)."""
-        return (
-            self.backend.name == "highs"
-            and limit is not None
-            and self.options.threads != 1
-            and len(self.work.hosts) <= RACE_MAX_HOSTS
-        )
+        seconds (:class:`~mipopt.solvers.highs.HighsRival`): where a companion may run
+        (:meth:`second_core`), on an instance of few hosts (at most :data:`RACE_MAX_HOSTS`), where a
+        search over hosts frees most of the model in one round."""
+        return self.second_core(limit) and len(self.work.hosts) <= RACE_MAX_HOSTS
 
     def searches(self, built: Formulation, limit: float | None, objective: str | None) -> bool:
         """Whether a search over hosts runs beside HiGHS on ``built`` (:mod:`mipopt.exact.lns`)
-        for a solve of at most ``limit`` seconds of ``objective``: on the configuration model of
-        an instance of several hosts, with more than one thread, in a time-limited run (the
-        search's answers depend on timing; an unlimited run keeps its answer reproducible), and
+        for a solve of at most ``limit`` seconds of ``objective``: where a companion may run
+        (:meth:`second_core`), on the configuration model of an instance of several hosts, and
         either in a solve short enough that its answer may be what the run returns (at most
         :data:`SEARCH_BESIDE_MAX_S`) or in a hardware stage; never for acceptance, whose points
         HiGHS finds itself. A long solve keeps its cores for the
@@ -596,12 +595,10 @@ class _Run:
         reached HiGHS's bound of 278 in 15 s), and IBM hardware stages prove in about a second,
         before a search starts."""
         return (
-            self.backend.name == "highs"
+            self.second_core(limit)
             and isinstance(built, ConfigModel)
-            and limit is not None
             and objective != "acceptance"
-            and (limit <= SEARCH_BESIDE_MAX_S or objective == "hardware")
-            and self.options.threads != 1
+            and ((limit is not None and limit <= SEARCH_BESIDE_MAX_S) or objective == "hardware")
             and len(self.work.hosts) > 2
         )
 

@@ -255,16 +255,12 @@ def _solve_fixed(
     # no LP interrupt checks: a round is short, and each check would take the GIL from the solve beside
     run = _WatchedHighs(_highs(sub, options, x[free], limits), limits, lp_checks=False)
     watched = run.run()
-    h = run.highs
-    if watched.finished and h.getInfo().primal_solution_status == 2:
-        values: FloatArray | None = np.asarray(h.getSolution().col_value, dtype=float)
-    else:
-        values = run.incumbent
+    values = run.point() if watched.finished else run.incumbent  # a run left behind is not read
     if values is None:
         return None, False
     found = x.copy()
     found[free] = np.where(sub.integer, np.round(values), values)
-    proven = watched.finished and h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    proven = watched.finished and run.highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
     return feasible_start(form, found), proven
 
 

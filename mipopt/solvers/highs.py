@@ -232,6 +232,14 @@ class _WatchedHighs:
     def run(self) -> Watched[object]:
         return run_watched(self.highs.run, self.limits, self._request_stop, name="mipopt-highs")
 
+    def point(self) -> FloatArray | None:
+        """Once the run has returned: HiGHS's solution when it holds a feasible one, else the last
+        incumbent reported (a model solved in presolve reports none)."""
+        h = self.highs
+        if h.getInfo().primal_solution_status == 2:  # kSolutionStatusFeasible
+            return np.asarray(h.getSolution().col_value, dtype=float)
+        return self.incumbent
+
     def _request_stop(self) -> None:
         # HiGHS is stopped by its callbacks, which look at ``limits`` themselves; this covers a
         # stop for another reason (a KeyboardInterrupt in the watching thread).
@@ -309,13 +317,11 @@ class HighsRival:
 
     def _run(self) -> None:
         assert self.watched is not None
-        h = self.watched.highs
-        h.run()
-        info = h.getInfo()
-        if info.primal_solution_status == 2:  # solved in presolve reports no improving solution
-            self.watched.incumbent = np.array(h.getSolution().col_value, dtype=float)
-        if math.isfinite(info.mip_dual_bound):
-            self.final_bound = float(info.mip_dual_bound)
+        self.watched.highs.run()
+        self.watched.incumbent = self.watched.point()
+        bound = self.watched.highs.getInfo().mip_dual_bound
+        if math.isfinite(bound):
+            self.final_bound = float(bound)
 
     def _user_solution(self, event: highspy.HighsCallbackEvent) -> None:
         offered = self.offered
