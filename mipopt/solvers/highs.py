@@ -54,7 +54,15 @@ from mipopt.solvers.base import (
     stopped_termination,
 )
 from mipopt.solvers.matrix import FloatArray, MatrixForm, compile_model
-from mipopt.solvers.stop import GRACE_S, REASON_INTERRUPTED, Limits, StopFlag, Watched, run_watched
+from mipopt.solvers.stop import (
+    GRACE_S,
+    REASON_INTERRUPTED,
+    Limits,
+    StopFlag,
+    Watched,
+    leave_in_background,
+    run_watched,
+)
 
 MS = highspy.HighsModelStatus
 
@@ -347,10 +355,13 @@ class HighsRival:
         return self.watched.bound if self.watched is not None else None
 
     def stop(self) -> None:
-        """Stop the run and wait for it, at most :data:`~mipopt.solvers.stop.GRACE_S`."""
+        """Stop the run and wait for it, at most :data:`~mipopt.solvers.stop.GRACE_S`; one still
+        running then is left in the background (:func:`~mipopt.solvers.stop.background_solves`)."""
         if self.thread is not None:
             self.halt.set()
             self.thread.join(GRACE_S)
+            if self.thread.is_alive():
+                leave_in_background(self.thread)
 
 
 def _tighter(form: MatrixForm, a: float | None, b: float | None) -> float | None:

@@ -299,19 +299,22 @@ def run_watched(
                 reason, asked_at = now_reason, time.monotonic()
             request_stop()
             if time.monotonic() - asked_at >= grace_s:
-                _leave_in_background(thread)
+                leave_in_background(thread)
                 return Watched(finished=False, value=None, reason=reason)
     except BaseException:
         request_stop()
         if not done.wait(grace_s):
-            _leave_in_background(thread)
+            leave_in_background(thread)
         raise
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return Watched(finished=True, value=box.get("value"), reason=reason or limits.reason())  # type: ignore[arg-type]
 
 
-def _leave_in_background(thread: threading.Thread) -> None:
+def leave_in_background(thread: threading.Thread) -> None:
+    """Count ``thread``, a solver's that did not stop in time, among :func:`background_solves`,
+    and have the interpreter wait for it at exit: a native solver returning into a finalizing
+    interpreter aborts the process ("terminate called without an active exception")."""
     global _atexit_registered
     with _background_lock:
         _background.add(thread)

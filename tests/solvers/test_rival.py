@@ -9,12 +9,13 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 
-from mipopt.exact.driver import RACE_MAX_HOSTS, _Run, solve_exact
+from mipopt.exact.driver import RACE_MAX_HOSTS, SEARCH_BESIDE_MAX_S, _Run, solve_exact
 from mipopt.exact.models.config import build_config
 from mipopt.instance import Status, Termination
 from mipopt.solvers import SolverOptions
 from mipopt.solvers.highs import HighsBackend, HighsRival, _tighter
 from mipopt.solvers.matrix import FloatArray, MatrixForm, compile_model
+from mipopt.solvers.stop import background_solves, wait_for_background
 from mipopt.verifier import verify
 from mipopt.workloads import dense_instance, hard_instance
 
@@ -108,19 +109,40 @@ def test_a_time_limited_solve_of_few_hosts_races_and_verifies() -> None:
 
 
 @pytest.mark.parametrize(
-    ("hosts", "limit", "threads", "races"),
+    ("hosts", "limit", "threads", "objective", "races"),
     [
-        (3, 10.0, None, True),
-        (RACE_MAX_HOSTS, 10.0, 2, True),
-        (3, None, None, False),  # unlimited: reproducible
-        (3, 10.0, 1, False),  # one thread: nothing to race on
-        (RACE_MAX_HOSTS + 1, 10.0, None, False),  # many hosts: a search over hosts instead
+        (3, 10.0, None, "migrations", True),
+        (RACE_MAX_HOSTS, 10.0, 2, "acceptance", True),
+        (3, None, None, "migrations", False),  # unlimited: reproducible
+        (3, 10.0, 1, "migrations", False),  # one thread: nothing to race on
+        (RACE_MAX_HOSTS + 1, 10.0, None, "migrations", False),  # many hosts: a search over hosts instead
+        (3, SEARCH_BESIDE_MAX_S, None, "hardware", False),  # a short hardware stage: the search
+        (3, SEARCH_BESIDE_MAX_S + 1, None, "hardware", True),
     ],
 )
-def test_when_the_driver_races(hosts: int, limit: float | None, threads: int | None, races: bool) -> None:
+def test_when_the_driver_races(
+    hosts: int, limit: float | None, threads: int | None, objective: str, races: bool
+) -> None:
     inst = hard_instance(2 * hosts, seed=0)
     assert len(inst.hosts) == hosts
     run = _Run.__new__(_Run)
     run.backend, run.work = HighsBackend(), inst
     run.options = SolverOptions(threads=threads)
-    assert run.races(limit) is races
+    assert run.races(limit, objective) is races
+
+
+def test_a_rival_that_does_not_stop_in_time_is_counted_among_the_background_solves() -> None:
+    """A rival whose HiGHS run outlives the grace is left in the background and counted, so
+    that the CLI ends with ``os._exit`` instead of aborting in the finalizing interpreter
+    ("terminate called without an active exception", seen once in six raced solves)."""
+    release = threading.Event()
+    rival = HighsRival(SolverOptions(time_limit_s=1), seed=1)
+    rival.thread = threading.Thread(target=release.wait, daemon=True)  # a run deaf to the halt
+    rival.thread.start()
+    before = background_solves()
+    rival.stop()
+    assert rival.halt.is_set
+    assert background_solves() == before + 1
+    release.set()
+    assert wait_for_background(timeout=5)
+    assert background_solves() == 0
