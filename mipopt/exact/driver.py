@@ -221,6 +221,9 @@ SEARCH_BESIDE_MAX_S = 20.0
 RACE_MAX_HOSTS = 16
 #: Share of that time the search from the home start may take to reach the incumbent's acceptance.
 HOME_SEARCH_SHARE = 0.85
+#: Share of the repair's searches that the search for less hardware takes when the hardware stage
+#: was not proven (:meth:`_Run.hardware_open`); the rest brings migrations down at what it reached.
+HARDWARE_REPAIR_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,7 +506,7 @@ class _Run:
         if cap is not None:
             limit = cap if limit is None else min(limit, cap)
         options = replace(self.options, time_limit_s=limit, warm_start=warm or None, deadline=self.deadline)
-        if self.races(limit):
+        if self.races(limit, objective):
             options = replace(options, companion=HighsRival(options, seed=self.options.seed + 1))
         elif isinstance(built, ConfigModel) and self.searches(built, limit, objective):
             options = replace(
@@ -575,11 +578,16 @@ class _Run:
         companion's answers depend on timing; an unlimited run keeps its answer reproducible)."""
         return self.backend.name == "highs" and limit is not None and self.options.threads != 1
 
-    def races(self, limit: float | None) -> bool:
-        """Whether a second HiGHS run with another seed races each solve of at most ``limit``
-        seconds (:class:`~mipopt.solvers.highs.HighsRival`): where a companion may run
-        (:meth:`second_core`), on an instance of few hosts (at most :data:`RACE_MAX_HOSTS`), where a
-        search over hosts frees most of the model in one round."""
+    def races(self, limit: float | None, objective: str | None = None) -> bool:
+        """Whether a second HiGHS run with another seed races a solve of at most ``limit``
+        seconds of ``objective`` (:class:`~mipopt.solvers.highs.HighsRival`): where a companion
+        may run (:meth:`second_core`), on an instance of few hosts (at most
+        :data:`RACE_MAX_HOSTS`), where a search over hosts frees most of the model in one round;
+        but not in a hardware stage of at most :data:`SEARCH_BESIDE_MAX_S`, which a proof seldom
+        ends and where the search's points lead (dense class at 10 s, seed 7: the race stopped at
+        62, the search beside HiGHS reached the optimum 58 and HiGHS proved it)."""
+        if objective == "hardware" and limit is not None and limit <= SEARCH_BESIDE_MAX_S:
+            return False
         return self.second_core(limit) and len(self.work.hosts) <= RACE_MAX_HOSTS
 
     def searches(self, built: Formulation, limit: float | None, objective: str | None) -> bool:
@@ -917,11 +925,14 @@ class _Run:
         """Bring an unproven answer's migrations and restarts down for the acceptance and hardware
         it reached, within the time kept back (``models/grmu.md``, "Anytime answers"):
 
+        0. when the hardware stage was not proven (:meth:`hardware_open`), a search over hosts
+           (:mod:`mipopt.exact.lns`) from the incumbent for less hardware at its acceptance;
         1. the keep model's fewest restarts (every running workload on its GPU), unless the home
            start's bound shows that it cannot reach the incumbent's first stage (:meth:`keep_may_reach`);
         2. if that found nothing, from the home start's answer (:attr:`homely`, few restarts) a
            search over hosts (:mod:`mipopt.exact.lns`) on the detailed model for the incumbent's
-           acceptance, then its hardware, moving few running workloads on the way;
+           acceptance, then its hardware, moving few running workloads on the way (not on an
+           instance that races, :meth:`races`: there a round frees most of the model);
         3. from the incumbent, a search for the fewest migrations (or restarts, in that order)
            at its acceptance and hardware;
         4. :func:`~mipopt.exact.keep.keep_running`.
@@ -933,7 +944,8 @@ class _Run:
             and len(self.stages) >= len(self.stage_list())
         ):
             return
-        if best.values.get("restarts", 0.0) == 0:
+        hardware_open = self.hardware_open()
+        if best.values.get("restarts", 0.0) == 0 and not hardware_open:
             return
         left = self.left(reserve=False)
         if (
@@ -943,35 +955,69 @@ class _Run:
         ):
             started = time.perf_counter()
             budget = REPAIR_MAX_S if left is None else min(REPAIR_MAX_S, left)
+            order = self.spec.order()
+            first, second = (
+                ("restarts", "migrations")
+                if order.index("restarts") < order.index("migrations")
+                else ("migrations", "restarts")
+            )
+            if hardware_open:
+                until = time.monotonic() + HARDWARE_REPAIR_SHARE * LNS_SHARE * budget
+                self.search_offered(models, "hardware", first, until, started)
             floors = [("acceptance", best.values["acceptance"]), ("hardware", best.values["hardware"])]
             keep = models.get("keep").model
             keep.del_component("repair_floor")
             keep.repair_floor = pyo.ConstraintList()
             for name, value in floors:
                 keep.repair_floor.add(Kept(name, SENSE[name], value, 0.0).constraint(keep.obj_expr[name]))
-            if self.keep_may_reach() and self.home_answer(
-                models, "keep", 1.0, "restarts", reserve=False, cap=budget
+            if (
+                best.values["restarts"] > 0
+                and self.keep_may_reach()
+                and self.home_answer(models, "keep", 1.0, "restarts", reserve=False, cap=budget)
             ):
                 self.notes.append(
                     f"restarts brought down by the keep model in {time.perf_counter() - started:.2f} s"
                 )
             if best.values["migrations"] > 0:
                 until = time.monotonic() + LNS_SHARE * (budget - (time.perf_counter() - started))
-                if self.homely is not None and self.spec.mode == "lex":
+                # on few hosts a round frees most of the model: from the home start it is a whole
+                # solve from a worse point, and the time goes to the search from the incumbent
+                if self.homely is not None and self.spec.mode == "lex" and not self.races(left):
                     self.from_home(models.get("detailed"), until)
-                order = self.spec.order()
-                first, second = (
-                    ("restarts", "migrations")
-                    if order.index("restarts") < order.index("migrations")
-                    else ("migrations", "restarts")
-                )
-                found = self.search(models.get("detailed"), floors, first, second, until)
-                if found is not None and best.offer(found[0], f"search over hosts, {first}", found[1]):
-                    self.notes.append(
-                        f"{first} brought down by a search over hosts in {time.perf_counter() - started:.2f} s"
-                    )
+                self.search_offered(models, first, second, until, started)
         if self.keep_home(models, fixed):
             self.notes.append("restarts brought down by keeping GPU contents and starts home")
+
+    def hardware_open(self) -> bool:
+        """Whether a lexicographic run ended in or before its hardware stage, every stage before
+        it proven, hardware before migrations and restarts in the order (it ran out of time, or
+        never started; a stage after it holds what it reached): :meth:`repair` then searches
+        for less hardware first (dense class at 10 s, seed 7: the race's hardware 62, where the
+        search reaches the optimum 58 in 3 s)."""
+        names, order = self.spec.names, self.spec.order()
+        if self.spec.mode != "lex" or "hardware" not in names:
+            return False
+        before = names[: names.index("hardware")]
+        return (
+            all(st.objective in before and st.proven for st in self.stages[: len(before)])
+            and len(self.stages) >= len(before)
+            and all(st.objective == "hardware" and not st.proven for st in self.stages[len(before) :])
+            and order.index("hardware") < min(order.index("migrations"), order.index("restarts"))
+        )
+
+    def search_offered(
+        self, models: _ConfigModels, first: str, second: str, until: float, started: float
+    ) -> None:
+        """:meth:`search` from the incumbent on the detailed model for the best ``first``, then
+        ``second``, the incumbent's acceptance and hardware held (but the one searched), until
+        ``until``; its answer offered."""
+        best = self.best
+        floors = [(n, best.values[n]) for n in ("acceptance", "hardware") if n != first]
+        found = self.search(models.get("detailed"), floors, first, second, until)
+        if found is not None and best.offer(found[0], f"search over hosts, {first}", found[1]):
+            self.notes.append(
+                f"{first} brought down by a search over hosts in {time.perf_counter() - started:.2f} s"
+            )
 
     def keep_may_reach(self) -> bool:
         """False when the home start's bound shows that no placement keeping every running

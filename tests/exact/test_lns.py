@@ -283,3 +283,60 @@ def test_decoding_near_a_start_keeps_the_models_migrations(seed: int) -> None:
     assert result.termination is Termination.OPTIMAL
     placed = built.decode(start.placed())
     assert checked(inst, placed, built.profiles).migrations == result.objective
+
+
+def _hardware_cut_after_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stop every hardware stage after one node (as a time limit would): the run ends there."""
+    from dataclasses import replace
+
+    import mipopt.exact.driver as driver
+
+    stage_options = driver._Run.stage_options
+
+    def cut(self: driver._Run, *args: object, **kwargs: object) -> SolverOptions:
+        options = stage_options(self, *args, **kwargs)  # type: ignore[arg-type]
+        return replace(options, node_limit=1) if kwargs.get("objective") == "hardware" else options
+
+    monkeypatch.setattr(driver._Run, "stage_options", cut)
+
+
+@pytest.mark.parametrize(("seed", "acceptance", "hardware"), [(0, 47.0, 19.0), (2, 85.0, 21.0)])
+def test_a_hardware_stage_cut_short_is_brought_to_the_optimum_by_a_search_over_hosts(
+    monkeypatch: pytest.MonkeyPatch, seed: int, acceptance: float, hardware: float
+) -> None:
+    """Dense class, 4 hosts of 4 GPUs: a hardware stage stopped after one node ends the run with
+    acceptance proven; the repair searches over hosts for less hardware first and reaches the
+    optimum of an unlimited run, an answer that says it is not proven (later stages not run)."""
+    inst = dense_instance(4, seed=seed, gpus_per_host=4)
+    optimum = verify(inst, solve_exact(inst, objective="lex:acceptance,hardware")).objectives
+    assert (optimum.acceptance, optimum.hardware) == (acceptance, hardware)
+    _hardware_cut_after_a_node(monkeypatch)
+    sol = solve_exact(inst)
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert (report.objectives.acceptance, report.objectives.hardware) == (acceptance, hardware)
+    assert sol.status is Status.FEASIBLE
+    assert [(st.objective, st.proven) for st in sol.stages] == [("acceptance", True), ("hardware", False)]
+    assert sol.stages[1].value == hardware
+    assert "hardware brought down by a search over hosts" in sol.message
+
+
+def test_no_search_for_hardware_once_a_later_stage_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stages stopped at a 50 % gap go on: migrations 0 is proven at the hardware the gap left
+    (25; the optimum 21 migrates 29), so the repair leaves hardware alone and the answer's
+    stages stay true of it."""
+    import mipopt.exact.driver as driver
+
+    monkeypatch.setattr(driver._Run, "home_start", lambda *_: None)
+    inst = dense_instance(4, seed=2, gpus_per_host=4)
+    sol = solve_exact(inst, options=SolverOptions(mip_rel_gap=0.5))
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert [(st.objective, st.value, st.proven) for st in sol.stages] == [
+        ("acceptance", 85.0, True),
+        ("hardware", 25.0, False),
+        ("migrations", 0.0, True),
+        ("restarts", 0.0, True),
+    ]
+    assert (report.objectives.hardware, report.objectives.migrations) == (25.0, 0.0)
+    assert "hardware brought down" not in sol.message
