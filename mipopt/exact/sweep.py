@@ -59,7 +59,7 @@ from typing import Any, TextIO
 
 from mipopt.errors import InstanceError
 from mipopt.exact.driver import Heuristic, lattice_step, solve_exact
-from mipopt.instance import Instance, Solution, Status, Termination, solution_to_dict
+from mipopt.instance import Assignment, Instance, Solution, Status, Termination, solution_to_dict
 from mipopt.io import write_atomic, write_json
 from mipopt.solvers import SolverOptions
 
@@ -183,7 +183,9 @@ class Front:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form: the summary, and per point its row and placements."""
+        """A JSON-ready form: the summary, and per point its row and placements, each
+        ``[gpu, start]``, or ``[gpu, start, profile]`` where the point chose a memory-sized
+        workload's profile."""
         return {
             "instance": self.instance,
             "objectives": list(self.objectives),
@@ -194,7 +196,7 @@ class Front:
             "solves": self.solves,
             "runtime_s": self.runtime_s,
             "points": [
-                {**row, "placements": {w: [g, s] for w, (g, s) in p.solution.placed().items()}}
+                {**row, "placements": {a.workload: _placement(a) for a in p.solution.placements}}
                 for row, p in zip(self.rows(), self.points, strict=True)
             ],
         }
@@ -591,3 +593,8 @@ def sweep(
     )
     s.report(1.0, "done")
     return front
+
+
+def _placement(a: Assignment) -> list[str | int]:
+    """``[gpu, start]``, with the chosen profile of a memory-sized workload after them."""
+    return [a.gpu, a.start] if a.profile is None else [a.gpu, a.start, a.profile]

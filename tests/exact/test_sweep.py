@@ -376,3 +376,23 @@ def test_random_fronts_are_non_dominated_and_hold_every_lex_optimum(inst: Instan
         "migrations,acceptance,hardware",
     ):
         assert lex_optimum(inst, f"lex:{order}") in on_front, order
+
+
+def test_cli_json_keeps_the_profile_each_point_chose(capsys: Capsys) -> None:
+    """instances/memory_sized.json, acceptance against hardware: every point's placements give a
+    memory-sized workload its chosen profile (a third entry), a workload with a profile none, and
+    the profiles are those of the point's own solution."""
+    inst = load_instance(INSTANCES / "memory_sized.json")
+    code = main(
+        ["sweep", str(INSTANCES / "memory_sized.json"), "--objectives", "acceptance,hardware", "--json"]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["points"]
+    front = sweep(inst, objectives=("acceptance", "hardware"))
+    for row, point in zip(data["points"], front.points, strict=True):
+        chosen = {a.workload: a.profile for a in point.solution.placements}
+        assert row["placements"]["named-1g"][2:] == []
+        assert row["placements"]["train-35gb"] == ["h1-g0", 0, "4g.40gb"]
+        assert {w: p[2] for w, p in row["placements"].items() if len(p) == 3} == {
+            w: p for w, p in chosen.items() if p is not None
+        }
