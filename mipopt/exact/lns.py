@@ -82,6 +82,9 @@ class HostSearch:
         Seed of the draws of hosts.
     options
         Threads and the stop flag of each round's HiGHS run (its limits are the search's).
+    delay_share
+        Beside a solve (:meth:`start`), the share of the solve's time to wait for a proof before
+        searching (:data:`DELAY_SHARE`).
     """
 
     def __init__(
@@ -90,8 +93,10 @@ class HostSearch:
         *,
         seed: int = 0,
         options: SolverOptions | None = None,
+        delay_share: float = DELAY_SHARE,
     ) -> None:
         self.host_of = host_of
+        self.delay_share = delay_share
         self.rng = np.random.default_rng(seed)
         self.options = replace(options or SolverOptions(), time_limit_s=None, warm_start=None, deadline=None)
         self.lock = threading.Lock()
@@ -129,7 +134,7 @@ class HostSearch:
         """Search in a thread of its own from ``x0`` (or from the first point :meth:`offer` gives)."""
         self.halt = StopFlag()  # the solve it runs beside stops it (:meth:`stop`)
         self._prepare(form, x0)
-        delay = 0.0 if deadline is None else DELAY_SHARE * (deadline - time.monotonic())
+        delay = 0.0 if deadline is None else self.delay_share * (deadline - time.monotonic())
         self.thread = threading.Thread(
             target=self._loop, args=(deadline, delay), name="mipopt-host-search", daemon=True
         )

@@ -340,3 +340,48 @@ def test_no_search_for_hardware_once_a_later_stage_holds_it(monkeypatch: pytest.
     ]
     assert (report.objectives.hardware, report.objectives.migrations) == (25.0, 0.0)
     assert "hardware brought down" not in sol.message
+
+
+def test_beside_a_hardware_stage_the_search_starts_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hard class, 40 GPUs (20 hosts: no race), 15 s limit: the search beside the hardware stage
+    waits for nothing (on the Alibaba snapshot the proof waited for its point: 54.6 s with the
+    wait, 25.7 s without); beside the other stages it waits half the solve's time."""
+    import mipopt.exact.driver as driver
+    from mipopt.exact.lns import DELAY_SHARE
+    from mipopt.workloads import hard_instance
+
+    delays: list[tuple[str, float]] = []
+    stage_options = driver._Run.stage_options
+
+    def recorded(self: driver._Run, *args: object, **kwargs: object) -> SolverOptions:
+        options = stage_options(self, *args, **kwargs)  # type: ignore[arg-type]
+        if isinstance(options.companion, HostSearch):
+            delays.append((str(kwargs.get("objective")), options.companion.delay_share))
+        return options
+
+    monkeypatch.setattr(driver._Run, "stage_options", recorded)
+    inst = hard_instance(40, seed=0)
+    sol = solve_exact(inst, options=SolverOptions(time_limit_s=15))
+    assert verify(inst, sol).valid
+    assert ("hardware", 0.0) in delays
+    assert all(share == (0.0 if name == "hardware" else DELAY_SHARE) for name, share in delays)
+    assert {name for name, _ in delays} >= {"hardware", "migrations"}
+
+
+def test_a_search_beside_a_solve_waits_its_share_before_the_first_round() -> None:
+    """Beside a solve of 20 s, a search with the default share has run no round after 0.5 s; one
+    with share 0 has (IBM 80 GPUs, the migrations stage from its aggregated answer)."""
+    import time
+
+    inst = ibm_instance(80, seed=1)
+    optimum = verify(inst, solve_exact(inst)).objectives
+    built, form = migrations_stage(inst, optimum)
+    start = solve_exact(inst, objective="lex:acceptance,hardware")
+    x0 = feasible_start(form, form.start(built.warm_start(start.placed())))
+    assert x0 is not None
+    for share, ran in ((0.5, False), (0.0, True)):
+        search = HostSearch(built.host_of, seed=0, delay_share=share)
+        search.start(form, x0, time.monotonic() + 20)
+        time.sleep(0.5)
+        search.stop()
+        assert (search.rounds > 0) is ran
