@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pyomo.environ as pyo
@@ -285,19 +286,29 @@ def test_decoding_near_a_start_keeps_the_models_migrations(seed: int) -> None:
     assert checked(inst, placed, built.profiles).migrations == result.objective
 
 
-def _hardware_cut_after_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stop every hardware stage after one node (as a time limit would): the run ends there."""
-    from dataclasses import replace
-
+def _around_stage_options(
+    monkeypatch: pytest.MonkeyPatch, change: Callable[[str | None, SolverOptions], SolverOptions]
+) -> None:
+    """Have every solve's options of the driver pass through ``change(objective, options)``."""
     import mipopt.exact.driver as driver
 
     stage_options = driver._Run.stage_options
 
-    def cut(self: driver._Run, *args: object, **kwargs: object) -> SolverOptions:
+    def changed(self: driver._Run, *args: object, **kwargs: object) -> SolverOptions:
+        objective = kwargs.get("objective")
         options = stage_options(self, *args, **kwargs)  # type: ignore[arg-type]
-        return replace(options, node_limit=1) if kwargs.get("objective") == "hardware" else options
+        return change(objective if isinstance(objective, str) else None, options)
 
-    monkeypatch.setattr(driver._Run, "stage_options", cut)
+    monkeypatch.setattr(driver._Run, "stage_options", changed)
+
+
+def _hardware_cut_after_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stop every hardware stage after one node (as a time limit would): the run ends there."""
+    from dataclasses import replace
+
+    _around_stage_options(
+        monkeypatch, lambda name, options: replace(options, node_limit=1) if name == "hardware" else options
+    )
 
 
 @pytest.mark.parametrize(("seed", "acceptance", "hardware"), [(0, 47.0, 19.0), (2, 85.0, 21.0)])
@@ -346,20 +357,17 @@ def test_beside_a_hardware_stage_the_search_starts_at_once(monkeypatch: pytest.M
     """Hard class, 40 GPUs (20 hosts: no race), 15 s limit: the search beside the hardware stage
     waits for nothing (on the Alibaba snapshot the proof waited for its point: 54.6 s with the
     wait, 25.7 s without); beside the other stages it waits half the solve's time."""
-    import mipopt.exact.driver as driver
     from mipopt.exact.lns import DELAY_SHARE
     from mipopt.workloads import hard_instance
 
-    delays: list[tuple[str, float]] = []
-    stage_options = driver._Run.stage_options
+    delays: list[tuple[str | None, float]] = []
 
-    def recorded(self: driver._Run, *args: object, **kwargs: object) -> SolverOptions:
-        options = stage_options(self, *args, **kwargs)  # type: ignore[arg-type]
+    def recorded(name: str | None, options: SolverOptions) -> SolverOptions:
         if isinstance(options.companion, HostSearch):
-            delays.append((str(kwargs.get("objective")), options.companion.delay_share))
+            delays.append((name, options.companion.delay_share))
         return options
 
-    monkeypatch.setattr(driver._Run, "stage_options", recorded)
+    _around_stage_options(monkeypatch, recorded)
     inst = hard_instance(40, seed=0)
     sol = solve_exact(inst, options=SolverOptions(time_limit_s=15))
     assert verify(inst, sol).valid
@@ -369,7 +377,7 @@ def test_beside_a_hardware_stage_the_search_starts_at_once(monkeypatch: pytest.M
 
 
 def test_a_search_beside_a_solve_waits_its_share_before_the_first_round() -> None:
-    """Beside a solve of 20 s, a search with the default share has run no round after 0.5 s; one
+    """Beside a solve of 20 s, a search with the default share has run no round after 1 s; one
     with share 0 has (IBM 80 GPUs, the migrations stage from its aggregated answer)."""
     import time
 
@@ -382,6 +390,6 @@ def test_a_search_beside_a_solve_waits_its_share_before_the_first_round() -> Non
     for share, ran in ((0.5, False), (0.0, True)):
         search = HostSearch(built.host_of, seed=0, delay_share=share)
         search.start(form, x0, time.monotonic() + 20)
-        time.sleep(0.5)
+        time.sleep(1.0)
         search.stop()
         assert (search.rounds > 0) is ran
