@@ -700,6 +700,9 @@ class _Run:
             proven, termination = False, Termination.GAP_LIMIT
         if not result.has_solution and termination is Termination.OPTIMAL:
             termination = Termination.ERROR
+        if gap == 0.0 and termination in CUT_SHORT:
+            # the answer meets the bound: a companion's point, or the bound on the objective's lattice
+            proven, termination = True, Termination.OPTIMAL
         self.add_stage(
             stage,
             StageResult(name, value, bound, gap, proven, termination, time.perf_counter() - started, label),
@@ -1189,7 +1192,9 @@ class _Run:
 
     def final_stages(self) -> tuple[StageResult, ...]:
         """The stages, the last one's value (and gap) the answer's: the repair of an unproven
-        answer (:meth:`repair`) may have improved it since the stage was recorded."""
+        answer (:meth:`repair`) may have improved it since the stage was recorded. When it
+        reached the stage's bound, every stage before proven (and so held by the answer, which
+        is lexicographically no worse), the stage is proven: the bound is its optimum's."""
         stages = tuple(self.stages)
         last = stages[-1] if stages else None
         if last is None or last.proven or last.value is None or self.best.placed is None:
@@ -1197,7 +1202,17 @@ class _Run:
         now = self.best.weighted() if last.objective == "weighted" else self.best.values.get(last.objective)
         if now is None or now == last.value:
             return stages
-        return (*stages[:-1], replace(last, value=now, gap=relative_gap(now, last.bound)))
+        gap = relative_gap(now, last.bound)
+        if gap == 0.0 and last.termination in CUT_SHORT and all(st.proven for st in stages[:-1]):
+            return (
+                *stages[:-1],
+                replace(last, value=now, gap=gap, proven=True, termination=Termination.OPTIMAL),
+            )
+        return (*stages[:-1], replace(last, value=now, gap=gap))
+
+
+#: Why a stage may stop before its solver proves it: its answer may still meet its bound.
+CUT_SHORT = (Termination.TIME_LIMIT, Termination.INTERRUPTED, Termination.COMPLETED)
 
 
 def _label(built: Formulation) -> str:

@@ -81,6 +81,48 @@ def test_the_bound_is_in_the_objective_units() -> None:
     ]
 
 
+@pytest.mark.parametrize(("slack", "proven"), [(0.6, True), (1.2, False)])
+def test_a_stage_cut_short_whose_answer_meets_its_rounded_bound_is_proven(
+    monkeypatch: pytest.MonkeyPatch, slack: float, proven: bool
+) -> None:
+    """IBM 80 GPUs, seed 1: the solver reports the acceptance stage (integer weights, optimum 500)
+    as stopped by its limit with a bound ``slack`` above its answer. Within a step of the
+    objective's lattice the bound rounds down to 500, which proves it and the run goes on; a
+    step above, it rounds to 501 and the run ends there, unproven."""
+    from dataclasses import replace
+
+    import pyomo.environ as pyo
+
+    from mipopt.solvers.highs import HighsBackend
+
+    real = HighsBackend.solve
+
+    def cut(self: HighsBackend, model: pyo.ConcreteModel, options: SolverOptions) -> object:
+        result = real(self, model, options)
+        objective = getattr(model, "stage_objective", None)
+        if "[aggregate]" in model.name and objective is not None and objective.sense == pyo.maximize:
+            bound = result.objective + slack
+            return replace(result, termination=Termination.TIME_LIMIT, status=Status.FEASIBLE, bound=bound)
+        return result
+
+    monkeypatch.setattr(HighsBackend, "solve", cut)
+    inst = ibm_instance(80, seed=1)
+    sol = solve_exact(inst, options=SolverOptions(time_limit_s=60))
+    assert verify(inst, sol).valid
+    first = sol.stages[0]
+    assert (first.objective, first.value, first.proven) == ("acceptance", 500.0, proven)
+    if proven:
+        assert (first.bound, first.termination, sol.status) == (500.0, Termination.OPTIMAL, Status.OPTIMAL)
+        assert [st.objective for st in sol.stages] == ["acceptance", "hardware", "migrations", "restarts"]
+    else:
+        assert (first.bound, first.termination, sol.status) == (
+            501.0,
+            Termination.TIME_LIMIT,
+            Status.FEASIBLE,
+        )
+        assert len(sol.stages) == 1
+
+
 def _write_instance(tmp_path: Path, gpus: int, seed: int) -> Path:
     path = tmp_path / "inst.json"
     write_json(str(path), instance_to_dict(ibm_instance(gpus, seed=seed)))

@@ -311,13 +311,16 @@ def _hardware_cut_after_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-@pytest.mark.parametrize(("seed", "acceptance", "hardware"), [(0, 47.0, 19.0), (2, 85.0, 21.0)])
+@pytest.mark.parametrize(
+    ("seed", "acceptance", "hardware", "bound"), [(0, 47.0, 19.0, 17.0), (2, 85.0, 21.0, 21.0)]
+)
 def test_a_hardware_stage_cut_short_is_brought_to_the_optimum_by_a_search_over_hosts(
-    monkeypatch: pytest.MonkeyPatch, seed: int, acceptance: float, hardware: float
+    monkeypatch: pytest.MonkeyPatch, seed: int, acceptance: float, hardware: float, bound: float
 ) -> None:
     """Dense class, 4 hosts of 4 GPUs: a hardware stage stopped after one node ends the run with
     acceptance proven; the repair searches over hosts for less hardware first and reaches the
-    optimum of an unlimited run, an answer that says it is not proven (later stages not run)."""
+    optimum of an unlimited run. Where that meets the stage's bound (seed 2) the stage is
+    proven; the answer is not (later stages not run)."""
     inst = dense_instance(4, seed=seed, gpus_per_host=4)
     optimum = verify(inst, solve_exact(inst, objective="lex:acceptance,hardware")).objectives
     assert (optimum.acceptance, optimum.hardware) == (acceptance, hardware)
@@ -327,9 +330,15 @@ def test_a_hardware_stage_cut_short_is_brought_to_the_optimum_by_a_search_over_h
     assert report.valid, report.violations
     assert (report.objectives.acceptance, report.objectives.hardware) == (acceptance, hardware)
     assert sol.status is Status.FEASIBLE
-    assert [(st.objective, st.proven) for st in sol.stages] == [("acceptance", True), ("hardware", False)]
-    assert sol.stages[1].value == hardware
+    proven = bound == hardware
+    assert [(st.objective, st.proven) for st in sol.stages] == [("acceptance", True), ("hardware", proven)]
+    assert (sol.stages[1].value, sol.stages[1].bound) == (hardware, bound)
+    assert sol.stages[1].termination is (Termination.OPTIMAL if proven else Termination.COMPLETED)
     assert "hardware brought down by a search over hosts" in sol.message
+    assert "not optimized: migrations, restarts" in sol.message
+    assert (
+        f"hardware {hardware:g} (proven" in sol.message if proven else "hardware 19 (completed" in sol.message
+    )
 
 
 def test_no_search_for_hardware_once_a_later_stage_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
