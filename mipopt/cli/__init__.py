@@ -103,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
-    with signals.command_process(), _warnings_in_one_line():
+    # the process is this command (argv from it): native code's stdout writes go to stderr
+    native = signals.native_stdout_to_stderr() if argv is None else contextlib.nullcontext()
+    with native, signals.command_process(), _warnings_in_one_line():
         args = build_parser().parse_args(argv)
         args.started = started  # a solve's --time-limit counts from here
         code = _run(args)

@@ -15,6 +15,12 @@ with its own code, so a broken solution still exits 1 and a failure never become
 write to the closed pipe escapes this (a library writing to the file descriptor itself) does the
 command end at once, with 141 (128 + SIGPIPE), as a program killed by SIGPIPE does.
 
+Native code writes to the process's stdout itself, past Python's ``sys.stdout``: HiGHS prints
+a debug line from C++ on some MIPs (``HighsMipSolverData::transformNewIntegerFeasibleSolution
+tmpSolver.run();``). In the command's process such writes go to stderr
+(:func:`native_stdout_to_stderr`), so stdout carries the command's output alone (``--json``
+stays JSON).
+
 A stop passing through a library is not the library's error: Pyomo's ``value()`` logs every
 exception it sees, Ctrl-C and SIGTERM included, as an ERROR on stdout; while a command runs, a
 record logged as a stop propagates is dropped (:func:`mipopt._signals.quiet_stops`).
@@ -26,7 +32,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import FrameType
 from typing import Any, TextIO
 
@@ -70,8 +76,9 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 class _ReaderMayLeave:
     """A text stream that drops what it is given once its reader has gone (a closed pipe)."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO | None) -> None:
+        # a stream the process was started without (``>&-``): its reader left before the start
+        self.stream = stream if stream is not None else open(os.devnull, "w")  # noqa: SIM115
         self.gone = False
 
     def write(self, text: str) -> int:
@@ -108,6 +115,35 @@ def drop_output() -> None:
     """Send the rest of stdout nowhere: its reader left (see :func:`command_process`)."""
     if isinstance(sys.stdout, _ReaderMayLeave):
         sys.stdout.left()
+
+
+@contextmanager
+def native_stdout_to_stderr() -> Iterator[None]:
+    """For one command's process: file descriptor 1 is stderr's, so that what native code writes
+    there goes to stderr, and ``sys.stdout`` writes to the real stdout through a descriptor of its
+    own. Everything is put back on exit (a stdout that is no file descriptor is left alone)."""
+    original = sys.stdout
+    real = None
+    try:
+        original.flush()
+        real = os.dup(1)
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):  # no stdout or stderr descriptor
+        if real is not None:
+            os.close(real)
+        yield
+        return
+    line = bool(getattr(original, "line_buffering", False))
+    sys.stdout = open(  # noqa: SIM115 (closed below)
+        real, "w", encoding=original.encoding, errors=original.errors, buffering=1 if line else -1
+    )
+    try:
+        yield
+    finally:
+        ours, sys.stdout = sys.stdout, original
+        os.dup2(real, 1)
+        with suppress(BrokenPipeError):  # the reader left: what is buffered reaches no one
+            ours.close()
 
 
 @contextmanager

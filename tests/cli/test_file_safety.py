@@ -460,6 +460,46 @@ def test_a_broken_pipe_the_command_did_not_survive_is_never_success(
     assert capsys.readouterr() == ("", "")
 
 
+def test_a_command_started_without_stdout_writes_its_file_and_succeeds(tmp_path: Path) -> None:
+    """``>&-`` (cron, a service with its output closed): the printed answer goes nowhere, the
+    file is written, exit 0 (it was a traceback and exit 120)."""
+    out = tmp_path / "sol.json"
+    script = f"{sys.executable} -m mipopt.cli solve {QUICKSTART} --out {out} >&-"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert mipopt.load_solution(out).status.value == "optimal"
+
+
+NATIVE_CHATTER = """
+import os, sys
+from mipopt.solvers.highs import HighsBackend
+solve = HighsBackend.solve
+def chatty(self, *args, **kwargs):
+    os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\\n")
+    return solve(self, *args, **kwargs)
+HighsBackend.solve = chatty
+from mipopt.cli import main
+sys.argv = ["mipopt", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("tail", [["--json"], ["--json", "--time-limit", "30"], []])
+def test_what_native_code_writes_to_stdout_goes_to_stderr(tail: list[str]) -> None:
+    """HiGHS prints a debug line from C++ on some MIPs, to the process's stdout itself, past
+    Python's: a write to file descriptor 1 before every solve stands for it here. The command's
+    stdout holds its own output alone (JSON stays JSON), the line goes to stderr."""
+    cmd = [sys.executable, "-c", NATIVE_CHATTER, "solve", str(QUICKSTART), *tail]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "transformNewIntegerFeasibleSolution" not in done.stdout
+    assert "HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();" in done.stderr
+    if "--json" in tail:
+        assert json.loads(done.stdout)["status"] == "optimal"
+    else:
+        assert "status: optimal" in done.stdout
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
 def test_the_library_names_a_device_it_cannot_write() -> None:
     with pytest.raises(OSError, match=r"No space left on device: '/dev/full'"):
