@@ -28,6 +28,7 @@ record logged as a stop propagates is dropped (:func:`mipopt._signals.quiet_stop
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sys
@@ -133,9 +134,14 @@ def native_stdout_to_stderr() -> Iterator[None]:
             os.close(real)
         yield
         return
-    line = bool(getattr(original, "line_buffering", False))
-    sys.stdout = open(  # noqa: SIM115 (closed below)
-        real, "w", encoding=original.encoding, errors=original.errors, buffering=1 if line else -1
+    # buffered as the original is (unbuffered under python -u or PYTHONUNBUFFERED, by line on a terminal)
+    unbuffered = isinstance(getattr(original, "buffer", None), io.FileIO)
+    sys.stdout = io.TextIOWrapper(
+        open(real, "wb", buffering=0 if unbuffered else -1),  # noqa: SIM115 (closed below)
+        encoding=original.encoding,
+        errors=original.errors,
+        line_buffering=bool(getattr(original, "line_buffering", False)),
+        write_through=bool(getattr(original, "write_through", False)),
     )
     try:
         yield

@@ -16,7 +16,11 @@ Which hosts: one whose columns are furthest from their best bounds (a stayer cou
 class's size, a host on), drawn with that weight, and others drawn half from such hosts and half
 from all, so that a host's leavers can come home while what took their room moves to a host with
 room. Rounds start with :data:`FIRST_HOSTS` hosts; a round stopped by its limit frees one host
-fewer next time, :data:`STUCK_ROUNDS` proven rounds in a row without a gain one more.
+fewer next time, :data:`STUCK_ROUNDS` proven rounds in a row without a gain one more. A search
+alone gives a round that frees every host twice the time after each time the limit cut one: once
+the smaller rounds are proven without gain it is the one neighbourhood left (dense class, 3 hosts
+of 4 GPUs: that round needs 1.0-1.3 s, and capped at :data:`ROUND_S` the search circled at 4
+migrations for 60 s where the optimum is 2).
 
 A search runs alone (:meth:`HostSearch.run`, the driver's repair of a time-limited answer) or
 beside a HiGHS solve of the same model (:meth:`HostSearch.start`, the backend's companion:
@@ -188,6 +192,7 @@ class HostSearch:
         if delay > 0 and self.halt.wait(delay):
             return  # the solve ended first: it needed no help
         size, stuck, stalled = FIRST_HOSTS, 0, 0
+        whole_s = ROUND_S  # alone, a round of every host doubles this each time its limit cuts it
         patience = max(STALL_ROUNDS, self.hosts // FIRST_HOSTS)  # about a pass over the hosts
         while self.hosts > 1 and (self.thread is None or stalled < patience):
             left = None if deadline is None else deadline - time.monotonic()
@@ -204,7 +209,11 @@ class HostSearch:
                 return  # every column at its best bound: nothing to gain
             chosen = self._neighbourhood(weight, bad, min(size, self.hosts))
             free = (self.owner < 0) | np.isin(self.owner, chosen)
-            limit = ROUND_S if left is None else min(ROUND_S, left)
+            # alone, a round of every host is the one neighbourhood left once smaller ones are proven
+            # without gain: capped at one second it would never end on a slower machine
+            whole = size >= self.hosts and self.thread is None
+            cap = whole_s if whole else ROUND_S
+            limit = cap if left is None else min(cap, left)
             found, proven = _solve_fixed(form, x, free, replace(self.options, time_limit_s=limit), self.halt)
             self.rounds += 1
             with self.lock:
@@ -217,6 +226,7 @@ class HostSearch:
             if gained:
                 stuck = 0
             elif not proven:
+                whole_s *= 2 if whole else 1
                 size, stuck = max(2, size - 1), 0
             elif size >= self.hosts:
                 return  # the whole model, proven: nothing better exists

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -75,6 +76,26 @@ def test_the_search_reaches_the_proven_migrations_from_a_poor_start() -> None:
     placed = built.decode(start.placed())
     objectives = checked(inst, placed, built.profiles)
     assert (objectives.acceptance, objectives.hardware, objectives.migrations) == (43.0, 22.0, 2.0)
+
+
+def test_alone_a_round_of_every_host_gets_the_time_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same instance with rounds capped at 0.25 s: the rounds of two hosts are proven without
+    gain at 4 migrations, and the round of all three, which takes about a second, is cut. The
+    search doubles that round's time after each cut, so it reaches the optimum 2 and proves it
+    (the search ends before its deadline); capped, it circled until its deadline."""
+    import mipopt.exact.lns as lns
+
+    monkeypatch.setattr(lns, "ROUND_S", 0.25)
+    inst = dense_instance(3, seed=0, gpus_per_host=4)
+    start = solve_exact(inst, objective="lex:acceptance,hardware")
+    optimum = verify(inst, solve_exact(inst)).objectives
+    built, form = migrations_stage(inst, optimum)
+    x0 = feasible_start(form, form.start(built.warm_start(start.placed(), start.profiles())))
+    deadline = _in(60)
+    found = HostSearch(built.host_of, seed=1).run(form, x0, deadline=deadline)
+    assert (found.objective, optimum.migrations) == (2.0, 2.0)
+    assert feasible_start(form, found.x) is not None
+    assert time.monotonic() < deadline - 1  # it ended on a round of every host proven, not at the deadline
 
 
 def test_a_sub_problem_is_the_model_with_the_other_columns_fixed() -> None:
