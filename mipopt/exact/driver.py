@@ -699,7 +699,7 @@ class _Run:
             # the solver's own tolerances proved less than the incumbent claims
             proven, termination = False, Termination.GAP_LIMIT
         if not result.has_solution and termination is Termination.OPTIMAL:
-            termination = Termination.ERROR
+            proven, termination = False, Termination.ERROR  # optimal without a point: claim nothing
         if gap == 0.0 and termination in CUT_SHORT:
             # the answer meets the bound: a companion's point, or the bound on the objective's lattice
             proven, termination = True, Termination.OPTIMAL

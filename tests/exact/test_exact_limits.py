@@ -123,6 +123,34 @@ def test_a_stage_cut_short_whose_answer_meets_its_rounded_bound_is_proven(
         assert len(sol.stages) == 1
 
 
+def test_a_solver_saying_optimal_without_a_point_proves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend that reports the acceptance stage optimal but holds no point: the stage is not
+    proven (termination error), the run ends there, and the answer, the warm start's, verifies."""
+    from dataclasses import replace
+
+    import pyomo.environ as pyo
+
+    from mipopt.solvers.highs import HighsBackend
+
+    real = HighsBackend.solve
+
+    def pointless(self: HighsBackend, model: pyo.ConcreteModel, options: SolverOptions) -> object:
+        result = real(self, model, options)
+        if "[aggregate]" in model.name and getattr(model, "stage_objective", None) is not None:
+            return replace(result, status=Status.NONE, objective=None)
+        return result
+
+    monkeypatch.setattr(HighsBackend, "solve", pointless)
+    inst = ibm_instance(80, seed=1)
+    sol = solve_exact(inst)
+    report = verify(inst, sol)
+    assert report.valid, report.violations
+    assert [(st.objective, st.proven, st.termination) for st in sol.stages] == [
+        ("acceptance", False, Termination.ERROR)
+    ]
+    assert sol.status is Status.FEASIBLE
+
+
 def _write_instance(tmp_path: Path, gpus: int, seed: int) -> Path:
     path = tmp_path / "inst.json"
     write_json(str(path), instance_to_dict(ibm_instance(gpus, seed=seed)))
