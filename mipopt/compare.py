@@ -57,6 +57,7 @@ from mipopt.executors import Executor, parse_executor, run_jobs, runs_here
 from mipopt.instance import Instance, Solution, Status, Termination
 from mipopt.io import instance_argument, write_atomic
 from mipopt.registry import MethodSpec, checked_options, get_method, methods
+from mipopt.specs import parse_spec, pieces
 from mipopt.verifier import verify
 
 if TYPE_CHECKING:
@@ -103,19 +104,26 @@ def heuristic_names() -> list[str]:
 def parse_methods(text: str, path: str = "methods") -> list[str]:
     """Split a comma-separated method list; ``all`` expands to :func:`heuristic_names`.
 
-    A method's options contain commas too (``grmu:heavy=0.3,consolidation=24``): a piece of the
-    form ``key=value`` continues the method before it.
+    A method's options contain commas too (``grmu:heavy=0.3,consolidation=24``,
+    ``exact:objective=lex:acceptance,hardware``): after a method with options, a piece that names
+    no method continues it, as a spec's options do (:func:`mipopt.specs.parse_spec`). Commas
+    inside parentheses (``adapter(grmu:heavy=0.3,consolidation=24)``) never split.
 
     Raises
     ------
     InstanceError
         Naming ``path`` when the list is empty or a name is repeated.
+
+    Examples
+    --------
+    >>> parse_methods("ff,exact:objective=lex:acceptance,hardware,mfi")
+    ['ff', 'exact:objective=lex:acceptance,hardware', 'mfi']
     """
     names: list[str] = []
-    for piece in (p.strip() for p in text.split(",")):
+    for piece in (p.strip() for p in pieces(text)):
         if not piece:
             continue
-        if names and "=" in piece and ":" not in piece and "(" not in piece:
+        if names and ":" in names[-1] and not _names_method(piece):
             names[-1] += "," + piece
         elif piece == "all":
             names.extend(n for n in heuristic_names() if n not in names)
@@ -126,6 +134,18 @@ def parse_methods(text: str, path: str = "methods") -> list[str]:
     if not names:
         raise InstanceError(path, "no method named; give e.g. ff,mfi or all")
     return names
+
+
+def _names_method(piece: str) -> bool:
+    """Whether ``piece`` starts with the name of a method or an online policy (``all`` too), not
+    with an option or an option's value."""
+    from mipopt.heuristics.policies import POLICIES
+
+    try:
+        name = parse_spec(piece).name
+    except InstanceError:
+        return False
+    return name == "all" or name in POLICIES or any(m.name == name for m in methods())
 
 
 def _kind(spec: MethodSpec) -> Kind:

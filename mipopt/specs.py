@@ -171,8 +171,8 @@ def _closing(text: str) -> int:
     raise AssertionError("unbalanced parentheses pass _deepest")
 
 
-def _pieces(text: str) -> list[str]:
-    """``text`` split at the commas outside parentheses."""
+def pieces(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses (``adapter(grmu:heavy=0.3,consolidation=24),ff``: two)."""
     pieces, depth, begin = [], 0, 0
     for i, ch in enumerate(text):
         depth += (ch == "(") - (ch == ")")
@@ -185,7 +185,7 @@ def _pieces(text: str) -> list[str]:
 
 def _options(text: str, path: str) -> dict[str, str]:
     pairs: list[list[str]] = []
-    for piece in _pieces(text):
+    for piece in pieces(text):
         if not piece.strip():  # ff:start=lowest, (a trailing comma) or ,, say nothing
             continue
         if "=" in piece and _KEY.fullmatch(piece.partition("=")[0].strip().replace("-", "_")):

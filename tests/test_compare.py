@@ -307,6 +307,16 @@ def test_method_lists() -> None:
         "ff",
         "adapter(mfi)",
     ]
+    # an objective's commas stay in its method; a piece naming a method starts the next one
+    assert parse_methods("ff,exact:objective=lex:acceptance,hardware,mfi") == [
+        "ff",
+        "exact:objective=lex:acceptance,hardware",
+        "mfi",
+    ]
+    assert parse_methods("exact:objective=weighted:1,1,1,adapter(grmu:heavy=0.3,consolidation=24)") == [
+        "exact:objective=weighted:1,1,1",
+        "adapter(grmu:heavy=0.3,consolidation=24)",
+    ]
     with pytest.raises(InstanceError, match=r"^methods: method 'ff' is named twice$"):
         parse_methods("ff,mfi,ff")
     with pytest.raises(UnknownMethodError, match=r"^methods: unknown method 'nope'"):
