@@ -173,14 +173,14 @@ def _closing(text: str) -> int:
 
 def pieces(text: str) -> list[str]:
     """``text`` split at the commas outside parentheses (``adapter(grmu:heavy=0.3,consolidation=24),ff``: two)."""
-    pieces, depth, begin = [], 0, 0
+    found, depth, begin = [], 0, 0
     for i, ch in enumerate(text):
         depth += (ch == "(") - (ch == ")")
         if ch == "," and depth == 0:
-            pieces.append(text[begin:i])
+            found.append(text[begin:i])
             begin = i + 1
-    pieces.append(text[begin:])
-    return pieces
+    found.append(text[begin:])
+    return found
 
 
 def _options(text: str, path: str) -> dict[str, str]:

@@ -226,7 +226,8 @@ class HostSearch:
             if gained:
                 stuck = 0
             elif not proven:
-                whole_s *= 2 if whole else 1
+                if whole:
+                    whole_s *= 2
                 size, stuck = max(2, size - 1), 0
             elif size >= self.hosts:
                 return  # the whole model, proven: nothing better exists
