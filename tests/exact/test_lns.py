@@ -17,7 +17,7 @@ import mipopt
 from mipopt.exact.driver import solve_exact
 from mipopt.exact.keep import _Keeper, assignment, keep_running
 from mipopt.exact.lns import HostSearch, _restricted
-from mipopt.exact.models.config import build_config
+from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.instance import Objectives, Status, Termination
 from mipopt.solvers import SolverOptions
 from mipopt.solvers.base import feasible_start
@@ -57,10 +57,10 @@ def migrations_stage(inst: mipopt.Instance, floors: Objectives) -> tuple:
     return built, compile_model(m)
 
 
-def test_the_search_reaches_the_proven_migrations_from_a_poor_start() -> None:
-    """Dense class, 3 hosts of 4 GPUs, seed 0: from the answer of lex:acceptance,hardware
-    (migrations 12) the search finds the default objective's proven optimum, migrations 2,
-    and every point it keeps is a point of the whole model."""
+def _from_a_poor_start() -> tuple[mipopt.Instance, mipopt.Solution, ConfigModel, MatrixForm, FloatArray]:
+    """Dense class, 3 hosts of 4 GPUs, seed 0: the answer of lex:acceptance,hardware (migrations
+    12), the migrations stage at the default objective's optimum (migrations 2), and that answer
+    as its point."""
     inst = dense_instance(3, seed=0, gpus_per_host=4)
     start = solve_exact(inst, objective="lex:acceptance,hardware")
     optimum = verify(inst, solve_exact(inst)).objectives
@@ -69,33 +69,44 @@ def test_the_search_reaches_the_proven_migrations_from_a_poor_start() -> None:
     built, form = migrations_stage(inst, optimum)
     x0 = feasible_start(form, form.start(built.warm_start(start.placed(), start.profiles())))
     assert x0 is not None
+    return inst, start, built, form, x0
+
+
+def _decoded(
+    inst: mipopt.Instance, start: mipopt.Solution, built: ConfigModel, form: MatrixForm, x: FloatArray
+) -> Objectives:
+    """The search's point ``x``, a point of the whole model, decoded and through the verifier."""
+    assert feasible_start(form, x) is not None
+    form.load(x)
+    return checked(inst, built.decode(start.placed()), built.profiles)
+
+
+def test_the_search_reaches_the_proven_migrations_from_a_poor_start() -> None:
+    """From the answer of lex:acceptance,hardware (migrations 12) the search finds the default
+    objective's proven optimum, migrations 2, and every point it keeps is a point of the whole
+    model."""
+    inst, start, built, form, x0 = _from_a_poor_start()
     found = HostSearch(built.host_of, seed=1).run(form, x0, deadline=_in(60))
     assert found.objective == 2.0 and found.improved >= 1
-    assert feasible_start(form, found.x) is not None
-    form.load(found.x)
-    placed = built.decode(start.placed())
-    objectives = checked(inst, placed, built.profiles)
+    objectives = _decoded(inst, start, built, form, found.x)
     assert (objectives.acceptance, objectives.hardware, objectives.migrations) == (43.0, 22.0, 2.0)
 
 
 def test_alone_a_round_of_every_host_gets_the_time_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same instance with rounds capped at 0.25 s: the rounds of two hosts are proven without
-    gain at 4 migrations, and the round of all three, which takes about a second, is cut. The
-    search doubles that round's time after each cut, so it reaches the optimum 2 and proves it
-    (the search ends before its deadline); capped, it circled until its deadline."""
+    """The same with rounds capped at 0.25 s: the rounds of two hosts are proven without gain at
+    4 migrations, and the round of all three, which takes about a second, is cut. The search
+    doubles that round's time after each cut, so it reaches the optimum 2 and proves it (the
+    search ends before its deadline); capped, it circled until its deadline."""
     import mipopt.exact.lns as lns
 
     monkeypatch.setattr(lns, "ROUND_S", 0.25)
-    inst = dense_instance(3, seed=0, gpus_per_host=4)
-    start = solve_exact(inst, objective="lex:acceptance,hardware")
-    optimum = verify(inst, solve_exact(inst)).objectives
-    built, form = migrations_stage(inst, optimum)
-    x0 = feasible_start(form, form.start(built.warm_start(start.placed(), start.profiles())))
+    inst, start, built, form, x0 = _from_a_poor_start()
     deadline = _in(60)
     found = HostSearch(built.host_of, seed=1).run(form, x0, deadline=deadline)
-    assert (found.objective, optimum.migrations) == (2.0, 2.0)
-    assert feasible_start(form, found.x) is not None
+    assert found.objective == 2.0
     assert time.monotonic() < deadline - 1  # it ended on a round of every host proven, not at the deadline
+    objectives = _decoded(inst, start, built, form, found.x)
+    assert (objectives.acceptance, objectives.hardware, objectives.migrations) == (43.0, 22.0, 2.0)
 
 
 def test_a_sub_problem_is_the_model_with_the_other_columns_fixed() -> None:
