@@ -43,13 +43,14 @@ from pyomo.repn import generate_standard_repn
 
 from mipopt._fields import shown
 from mipopt.errors import InstanceError
+from mipopt.exact.fixing import dark_homes, hosts_off
 from mipopt.exact.keep import keep_running, smallest_profiles
 from mipopt.exact.lns import DELAY_SHARE, HostSearch
 from mipopt.exact.models import MEASURES, MODELS, OBJECTIVES, SENSE, Formulation, build, build_slots
 from mipopt.exact.models.config import ConfigModel, build_config
 from mipopt.exact.preprocess import fixed_ids, profile_taken
 from mipopt.exact.preprocess.indexing import TooManyMultisets
-from mipopt.instance import Budget, Instance, Solution, StageResult, Status, Termination
+from mipopt.instance import Budget, Instance, Solution, StageResult, Status, Termination, Workload
 from mipopt.instance.budget import UNLIMITED
 from mipopt.instance.summary import value_text
 from mipopt.solvers import SolverOptions, get_backend, relative_gap
@@ -429,13 +430,16 @@ class Kept:
     value: float
     tolerance: float
 
-    def holds(self, v: float) -> bool:
+    def limit(self) -> float:
+        """The worst value a later stage may reach: the optimum, give or take its tolerance."""
         slack = max(self.tolerance * abs(self.value), 1e-6)
-        return v >= self.value - slack if self.sense == pyo.maximize else v <= self.value + slack
+        return self.value - slack if self.sense == pyo.maximize else self.value + slack
+
+    def holds(self, v: float) -> bool:
+        return v >= self.limit() if self.sense == pyo.maximize else v <= self.limit()
 
     def constraint(self, expr: Any) -> Any:
-        slack = max(self.tolerance * abs(self.value), 1e-6)
-        return expr >= self.value - slack if self.sense == pyo.maximize else expr <= self.value + slack
+        return expr >= self.limit() if self.sense == pyo.maximize else expr <= self.limit()
 
 
 class _Run:
@@ -465,6 +469,7 @@ class _Run:
         self.notes: list[str] = []
         self.infeasible = False
         self.homely: tuple[Placed, dict[str, str]] | None = None  # the home start's answer
+        self.off: frozenset[str] | None = None  # hosts off in every placement of the kept hardware
         self.home_bound: tuple[str, float | None] | None = None  # its first stage's bound there
         limit = options.time_limit_s
         self.reserve = 0.0 if limit is None else min(REPAIR_SHARE * limit, REPAIR_MAX_S)
@@ -561,6 +566,11 @@ class _Run:
             if not _is_constant(expr):
                 m.lex_keep.add(kept.constraint(expr))
         m.kept_count = len(self.best.keeps)
+        if isinstance(built, ConfigModel):
+            for host in self.off or ():
+                if m.PHI[host].fixed and m.PHI[host].value == 1:
+                    return False  # the variant holds a running workload on a host that must stay off
+                m.PHI[host].fix(0)
         return True
 
     def solve_stage(
@@ -716,14 +726,29 @@ class _Run:
 
     def obvious(self, stage: Stage, started: float) -> bool:
         """Record the stage without a solve when the incumbent meets a bound that needs none:
-        every workload accepted, or nothing migrated or restarted (never negative)."""
+        every workload accepted, or nothing migrated or restarted beyond the running workloads
+        of the hosts that must stay off (:meth:`fix_dark_hosts`), each of which moves host."""
         if self.best.placed is None or stage.name not in ("acceptance", "migrations", "restarts"):
             return False
-        best = sum(w.weight for w in self.work.workloads) if stage.name == "acceptance" else 0.0
+        if stage.name == "acceptance":
+            best = sum(w.weight for w in self.work.workloads)
+        else:
+            leaving = [w.migration_weight for w in self.work.running if self.leaves_dark_host(w)]
+            best = (4.0 if stage.name == "migrations" else 1.0) * sum(leaving)  # Eq. 5: 4 a host leaver
         if abs(self.best.values[stage.name] - best) > 1e-9:
             return False
-        self.proven(stage, best, "incumbent", started)
+        self.proven(
+            stage, best, "hosts off" if stage.name != "acceptance" and best > 0 else "incumbent", started
+        )
         return True
+
+    def leaves_dark_host(self, w: Workload) -> bool:
+        """Whether running workload ``w`` sits on a host that must stay off (:meth:`fix_dark_hosts`)."""
+        return (
+            self.off is not None
+            and w.placement is not None
+            and self.work.gpu(w.placement.gpu).host in self.off
+        )
 
     def stages_single(self, built: Formulation, stages: Sequence[Stage] | None = None) -> None:
         """Every stage (or ``stages``) on one formulation (``grmu-slots``, ``grmu-paper``)."""
@@ -774,6 +799,8 @@ class _Run:
                 label = "aggregate"
             else:  # the detailed variant, with kept sets where restarts are asked for
                 label = "kept" if seen & {"restarts", "restarted"} else "detailed"
+            if label != "aggregate":
+                self.fix_dark_hosts(models)
             if self.obvious(stage, started):
                 continue
             exact_keep = stage.name == "restarts" and self.keeps_gpus(models)
@@ -878,6 +905,37 @@ class _Run:
             placed = self.decode(built)
             self.best.offer(placed, f"keep {first.name}, restarts", built.profiles)
             self.homely = (placed, built.profiles)
+
+    def fix_dark_hosts(self, models: _ConfigModels) -> None:
+        """Once, before the first stage after hardware on the detailed variants: the hosts that
+        every placement within the kept hardware has off (:func:`~mipopt.exact.fixing.hosts_off`),
+        which :meth:`prepare` fixes off in every model from then on; only where the incumbent
+        has a host with running workloads off (:func:`~mipopt.exact.fixing.dark_homes`)."""
+        if self.off is not None:
+            return
+        kept = next((k for k in self.best.keeps if k.name == "hardware"), None)
+        if kept is None:
+            return  # not yet: a later stage may keep it
+        self.off = frozenset()
+        if self.best.placed is None or not dark_homes(
+            self.work, self.best.placed, fixed_ids(self.work, models.fixed)
+        ):
+            return
+        built = models.get("detailed")
+        if not self.prepare(built):
+            return
+        started = time.perf_counter()
+        left = self.left()
+        off = hosts_off(
+            built, kept.limit(), replace(self.options, time_limit_s=left, warm_start=None, companion=None)
+        )
+        if off:
+            self.off = off
+            self.notes.append(
+                f"{len(off)} host{'s' if len(off) > 1 else ''} off in every placement of hardware "
+                f"at most {kept.value:g} "
+                f"(reduced costs of its LP relaxation, {time.perf_counter() - started:.1f} s)"
+            )
 
     def keeps_gpus(self, models: _ConfigModels) -> bool:
         """True when every answer of the later stages keeps each movable running workload on

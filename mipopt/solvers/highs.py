@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
@@ -364,6 +364,46 @@ class HighsRival:
                 leave_in_background(self.thread)
 
 
+@dataclass(frozen=True)
+class LpOptimum:
+    """An optimal vertex of a model's LP relaxation (:func:`lp_relaxation`).
+
+    Attributes
+    ----------
+    value
+        The relaxation's optimum, the objective's offset included.
+    x
+        Each column's value.
+    reduced_costs
+        Each column's reduced cost: in a minimization, raising a column at its lower bound by one
+        raises the relaxation's optimum by at least its reduced cost.
+    """
+
+    value: float
+    x: FloatArray
+    reduced_costs: FloatArray
+
+
+def lp_relaxation(form: MatrixForm, options: SolverOptions) -> LpOptimum | None:
+    """``form``'s LP relaxation solved by HiGHS's simplex method (a vertex, whose reduced costs
+    are tight where an interior point's are not), within ``options``' time limit and stop flag;
+    None when it ends otherwise than optimal."""
+    limits = options.limits(time.monotonic())
+    if limits.reason() is not None:
+        return None
+    h = _highs(form, options, None, limits, relax=True)
+    h.setOptionValue("solver", "simplex")
+    watched = _WatchedHighs(h, limits).run()
+    if not watched.finished or h.getModelStatus() != MS.kOptimal:
+        return None
+    solution = h.getSolution()
+    return LpOptimum(
+        float(h.getInfo().objective_function_value),
+        np.asarray(solution.col_value, dtype=float),
+        np.asarray(solution.col_dual, dtype=float),
+    )
+
+
 def _tighter(form: MatrixForm, a: float | None, b: float | None) -> float | None:
     """Of two bounds on ``form``'s optimum, either None, the one closer to it."""
     if a is None or b is None:
@@ -378,8 +418,10 @@ def _highs(
     limits: Limits,
     *,
     with_objective: bool = True,
+    relax: bool = False,
 ) -> highspy.Highs:
-    """A HiGHS instance holding the model, its options set and its start passed."""
+    """A HiGHS instance holding the model (its LP relaxation if ``relax``), its options set and
+    its start passed."""
     h = highspy.Highs()
     h.setOptionValue("output_flag", opts.verbose)
     h.setOptionValue("random_seed", opts.seed)
@@ -407,7 +449,7 @@ def _highs(
     lp.a_matrix_.start_ = form.matrix.indptr
     lp.a_matrix_.index_ = form.matrix.indices
     lp.a_matrix_.value_ = form.matrix.data
-    if form.integer.any():
+    if form.integer.any() and not relax:
         lp.integrality_ = [
             highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in form.integer
         ]
