@@ -147,3 +147,26 @@ def test_the_fixing_keeps_every_optimum_of_the_slot_model() -> None:
             fixed += 1
             solved += config.stages[2].model == "detailed"
     assert (fixed, solved) == (13, 6)
+
+
+def test_the_fixing_holds_the_hardware_tolerance() -> None:
+    """With hardware kept within 50 % of its optimum, the hosts fixed off are those priced above
+    that limit: acceptance, migrations and restarts equal the slot model's, and hardware stays
+    within the limit (the two may break the tolerant stage's ties apart)."""
+    objective = "lex:acceptance,hardware@0.5,migrations,restarts"
+    fixed = 0
+    for seed in range(24):
+        inst = costly_homes(seed)
+        config = solve_exact(inst, objective=objective)
+        slots = verify(inst, solve_exact(inst, model="grmu-slots", objective=objective)).objectives
+        report = verify(inst, config)
+        assert report.valid, (seed, report.violations)
+        got = report.objectives
+        assert (got.acceptance, got.migrations, got.restarts) == (
+            slots.acceptance,
+            slots.migrations,
+            slots.restarts,
+        ), seed
+        assert got.hardware <= 1.5 * config.stages[1].value + 1e-6, seed
+        fixed += "off in every placement" in config.message
+    assert fixed == 5
