@@ -910,7 +910,8 @@ class _Run:
         """Once, before the first stage after hardware on the detailed variants: the hosts that
         every placement within the kept hardware has off (:func:`~mipopt.exact.fixing.hosts_off`),
         which :meth:`prepare` fixes off in every model from then on; only where the incumbent
-        has a host with running workloads off (:func:`~mipopt.exact.fixing.dark_homes`)."""
+        has a host with running workloads off (:func:`~mipopt.exact.fixing.dark_homes`). The LP is
+        HiGHS's whichever backend solves the stages."""
         if self.off is not None:
             return
         kept = next((k for k in self.best.keeps if k.name == "hardware"), None)

@@ -32,11 +32,15 @@ def dark_home() -> mipopt.Instance:
     return b.build()
 
 
-def test_the_running_workloads_of_a_host_that_must_stay_off_prove_migrations_and_restarts() -> None:
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_the_running_workloads_of_a_host_that_must_stay_off_prove_migrations_and_restarts(
+    solver: str,
+) -> None:
     """Hardware 2 (host a and its GPU) leaves "old" dark: r1 and r2 move host, 4 x (1 + 0.5)
-    migrations and 1 + 0.5 restarts, which the stages prove without a solve."""
+    migrations and 1 + 0.5 restarts, which the stages prove without a solve (the LP is HiGHS's
+    with either backend)."""
     inst = dark_home()
-    sol = solve_exact(inst)
+    sol = solve_exact(inst, solver=solver)
     report = verify(inst, sol)
     assert report.valid, report.violations
     assert sol.status is Status.OPTIMAL
