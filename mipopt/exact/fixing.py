@@ -51,9 +51,10 @@ def dark_homes(work: Instance, placed: Placed, fixed: Iterable[str]) -> bool:
 
 
 def hosts_off(built: ConfigModel, hardware_at_most: float, options: SolverOptions) -> frozenset[str] | None:
-    """The hosts whose power column the LP relaxation of ``built`` (with the constraints it holds,
-    the kept stages among them), minimizing hardware, prices above ``hardware_at_most``: off in
-    every placement of at most that hardware. None when the relaxation was not solved to
+    """The hosts that the LP relaxation of ``built`` (with the constraints it holds, the kept
+    stages among them), minimizing hardware, prices out: their power column, or every count of
+    their GPUs on, would lift it above ``hardware_at_most``. They are off in every placement of at
+    most that hardware. None when the relaxation was not solved to
     optimality within ``options``' limits. Leaves ``built`` with a ``stage_objective`` of
     hardware, which the next solve replaces."""
     m = built.model
