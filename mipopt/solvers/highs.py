@@ -141,7 +141,9 @@ class HighsBackend:
         found = companion.best() if companion is not None and not unbounded else None
         if found is not None and (objective is None or form.better(found[1], objective)):
             form.load(found[0])  # the companion's point is the answer; HiGHS's bound still holds
-            objective, has_solution = found[1], True
+            # its value in the model as loaded (integers rounded), as for HiGHS's own point: not
+            # the companion's float sum (18.999999999999996 for 19 once in a raced test)
+            objective, has_solution = float(pyo.value(form.objective)), True
             if bound is None and form.integer.any() and math.isfinite(info.mip_dual_bound):
                 bound = float(info.mip_dual_bound)
         if companion is not None and has_solution:

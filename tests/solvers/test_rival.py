@@ -84,6 +84,20 @@ def test_the_companions_bound_proves_what_highs_alone_does_not() -> None:
     assert proven.bound == pytest.approx(19.0)
 
 
+def test_a_companions_point_is_valued_as_loaded() -> None:
+    """A companion's point off its integers by float noise, with the float sum 18.999999999999996
+    for the optimum 19 (as a raced run once reported): the answer is the model's value of the point
+    loaded with its integers rounded, 19 exactly, as for HiGHS's own point."""
+    m = hardware_stage()
+    HighsBackend().solve(m, SolverOptions(mip_rel_gap=0))
+    form = compile_model(m)
+    noisy = np.array([v.value for v in form.columns], dtype=float) - 1e-12 * form.integer
+    answer = HighsBackend().solve(
+        m, SolverOptions(mip_rel_gap=0, node_limit=1, companion=_Proven(noisy, 18.999999999999996))
+    )
+    assert (answer.status, answer.objective) == (Status.OPTIMAL, 19.0)
+
+
 @pytest.mark.parametrize(
     ("a", "b", "maximize", "tighter"),
     [(3.0, 5.0, False, 5.0), (3.0, 5.0, True, 3.0), (None, 5.0, False, 5.0), (4.0, None, True, 4.0)],
