@@ -934,7 +934,7 @@ class _Run:
             self.off = off
             self.notes.append(
                 f"{len(off)} host{'s' if len(off) > 1 else ''} off in every placement of hardware "
-                f"at most {kept.value:g} "
+                f"at most {kept.limit():g} "
                 f"(reduced costs of its LP relaxation, {time.perf_counter() - started:.1f} s)"
             )
 
