@@ -22,13 +22,11 @@ from collections.abc import Iterable
 
 import pyomo.environ as pyo
 
-from mipopt.exact.models.config import ConfigModel
+from mipopt.exact.models.config import ConfigModel, Placed
 from mipopt.instance import Instance
 from mipopt.solvers import SolverOptions
 from mipopt.solvers.highs import lp_relaxation
 from mipopt.solvers.matrix import compile_model
-
-Placed = dict[str, tuple[str, int]]
 
 #: margin added to ``H - L`` against the LP's tolerances, relative to ``max(1, |H|)``
 FIX_TOL = 1e-6
@@ -40,11 +38,10 @@ def dark_homes(work: Instance, placed: Placed, fixed: Iterable[str]) -> bool:
     off, ``placed`` among them; only a host with running workloads on it moves the later stages'
     bounds, so where ``placed`` keeps every such host on the LP is not worth its time (IBM set-up,
     1,000 GPUs: 6.5 s for no host)."""
-    host_of = {gpu: host.id for host in work.hosts for gpu in host.gpus}
-    on = {host_of[gpu] for gpu, _ in placed.values()}
+    on = {work.gpu(gpu).host for gpu, _ in placed.values()}
     held = set(fixed)
     return any(
-        host_of[w.placement.gpu] not in on
+        work.gpu(w.placement.gpu).host not in on
         for w in work.running
         if w.placement is not None and w.id not in held
     )
