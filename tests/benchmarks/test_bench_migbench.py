@@ -61,3 +61,19 @@ def test_best_table_names_the_best_policy_and_its_change() -> None:
     assert lines["mean_wait"] == "| mean_wait | `spread` fifo (-50.0%) |"
     assert lines["gpc_utilization"] == "| gpc_utilization | `binpack` newest (+12.5%) |"
     assert lines["p50_wait"] == "| p50_wait | `ff:start=lowest` fifo (±0 %) |"
+
+
+def test_trace_label_keeps_v3_for_migbench_s_file_only(tmp_path: Path) -> None:
+    bench = load("bench_migbench")
+    from mipopt.workloads.migbench import migbench_trace
+    from mipopt.workloads.migbench_models import migbench_generated
+
+    published = Path(bench.TRACE)
+    if not published.is_file():
+        pytest.skip("MIGBench's trace is not in ../shared")
+    copy = tmp_path / "my-trace.jsonl"
+    copy.write_text("".join(published.read_text().splitlines(keepends=True)[:20]))
+    assert bench.trace_label(migbench_trace(published, jobs=10)) == "v3"
+    # the same jobs under another name are the user's trace, not the one the published rows ran
+    assert bench.trace_label(migbench_trace(copy, jobs=10)) == "my-trace.jsonl"
+    assert bench.trace_label(migbench_generated("burst", jobs=10, prefill=2, seed=0)) == "burst"
