@@ -174,3 +174,25 @@ def test_the_fixing_holds_the_hardware_tolerance() -> None:
         assert got.hardware <= 1.5 * config.stages[1].value + 1e-6, seed
         fixed += "off in every placement" in config.message
     assert fixed == 5
+
+
+def test_the_lp_takes_at_most_its_share_of_the_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A time-limited run gives the fixing LP half the time left (``FIXING_SHARE``), so an LP that
+    does not end leaves the stages the rest; an unlimited run gives it no limit."""
+    import mipopt.exact.driver as driver
+
+    limits: list[float | None] = []
+    real = driver.hosts_off
+
+    def watched(built: object, hardware: float, options: SolverOptions) -> frozenset[str] | None:
+        limits.append(options.time_limit_s)
+        return real(built, hardware, options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(driver, "hosts_off", watched)
+    inst = dark_home()
+    limited = solve_exact(inst, options=SolverOptions(time_limit_s=30))
+    assert verify(inst, limited).objectives == Objectives(3.0, 2.0, 6.0, 1.5)
+    assert len(limits) == 1 and limits[0] is not None
+    assert 0 < limits[0] <= 30 * driver.FIXING_SHARE  # without the share: about 27 s
+    solve_exact(inst)
+    assert limits[1:] == [None]
