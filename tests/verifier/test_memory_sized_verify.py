@@ -115,5 +115,8 @@ def test_rejection_reasons_see_the_space_the_chosen_profile_leaves() -> None:
         ("x",),
     )
     (why,) = rejection_reasons(inst, sol)
-    assert why.message.startswith("no room left in this answer on its eligible GPU (h)")
+    assert why.message.startswith(
+        "no room left in this answer: on h starts 0 and 2 are held by new 'y' (4g.40gb at 0), starts 4 and 6 "
+        "by new 'w1' (3g.40gb at 4);"
+    )
     assert verify(inst, replace(sol, rejections=(why,))).valid

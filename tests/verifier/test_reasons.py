@@ -191,8 +191,9 @@ def test_a_heuristic_placed_others_first() -> None:
         (
             "heavy",
             "not-chosen",
-            "no room left in this answer on its eligible GPU (g0); g0:0 would take it beside the running "
-            "workloads as they run, but the heuristic ff (batch) placed 'light' (weight 1) there first",
+            "no room left in this answer: on g0 start 0 is held by new 'light' (4g.20gb at 0); g0:0 would "
+            "take it beside the running workloads as they run, but the heuristic ff (batch) placed 'light' "
+            "(weight 1) there first",
         )
     ]
     assert reasons(inst, sol, exact=False, moves=False) == want
@@ -207,9 +208,9 @@ def test_the_acceptance_objective_preferred_others() -> None:
         (
             "light",
             "not-chosen",
-            "no room left in this answer on its eligible GPU (g0); g0:0 would take it beside the running "
-            "workloads as they run, but there the acceptance objective preferred 'heavy' (weight 2) to it "
-            "(weight 1) (proven optimal)",
+            "no room left in this answer: on g0 start 0 is held by new 'heavy' (4g.20gb at 0); g0:0 would "
+            "take it beside the running workloads as they run, but there the acceptance objective preferred "
+            "'heavy' (weight 2) to it (weight 1) (proven optimal)",
         )
     ]
 
@@ -225,9 +226,9 @@ def test_equal_weights_name_the_whole_objective() -> None:
         (
             "b",
             "not-chosen",
-            "no room left in this answer on its eligible GPU (g0); g0:0 would take it beside the running "
-            f"workloads as they run, but there the objective {objective} preferred 'a' (weight 1) to it "
-            "(weight 1) (proven optimal)",
+            "no room left in this answer: on g0 start 0 is held by new 'a' (4g.20gb at 0); g0:0 would take "
+            f"it beside the running workloads as they run, but there the objective {objective} preferred 'a' "
+            "(weight 1) to it (weight 1) (proven optimal)",
         )
     ]
 
@@ -252,7 +253,8 @@ def test_the_hardware_objective_preferred_leaving_it_out() -> None:
 
 
 def test_others_took_the_cpu_of_its_host() -> None:
-    # g0:1 takes c beside 'run'; in the answer its slots are free but 'a' took the host's cpu
+    # g0:1 takes c beside 'run'; in the answer its slots are free but 'a' took the host's cpu, which
+    # the reason names (not "no room on g0", which would blame the GPU)
     inst = build(
         [("h1", {"g0": "A100-40GB"}, {"cpu": 8})],
         [
@@ -266,10 +268,48 @@ def test_others_took_the_cpu_of_its_host() -> None:
         (
             "c",
             "not-chosen",
-            "no room left in this answer on its eligible GPU (g0); g0:1 would take it beside the running "
-            "workloads as they run, but the heuristic hand placed 'a' (weight 3) there first",
+            "no room left in this answer: on g0 its host h1 has cpu 0 of 8 left (the rest held by running "
+            "'run' and new 'a'), it needs 4; g0:1 would take it beside the running workloads as they run, but "
+            "the heuristic hand placed 'a' (weight 3) there first",
         )
     ]
+
+
+def test_not_chosen_says_what_holds_it_off_each_gpu_most_common_first() -> None:
+    """Where hosts bind (the dense class), the answer's GPUs have free starts and their hosts no
+    cpu: the reason says so, counting causes most common first, its example from that cause,
+    not the first GPU's (g0, whose starts 'a' holds)."""
+    inst = build(
+        [
+            ("h1", {"g0": "A100-40GB"}, {"cpu": 8}),
+            ("h2", {f"g{i}": "A100-40GB" for i in range(1, 5)}, {"cpu": 4}),
+        ],
+        [
+            ("a", "7g.40gb", {"cpu": 8, "weight": 2.0}),
+            ("b", "1g.5gb", {"cpu": 4, "weight": 2.0}),
+            ("c", "1g.5gb", {"cpu": 4}),
+        ],
+    )
+    sol = registry.solve(inst, "exact")
+    assert sol.status is Status.OPTIMAL and sol.rejected == ("c",)
+    assert verify(inst, sol).valid
+    assert reasons(inst, sol) == [
+        (
+            "c",
+            "not-chosen",
+            "no room left in this answer: on its 5 eligible GPUs: 4 whose host has too little cpu left (g1, "
+            "g2, g3 and 1 more), 1 with every start held by new workloads (g0); e.g. on g1 its host h2 has cpu "
+            "0 of 4 left (the rest held by new 'b'), it needs 4; g0:0 would take it beside the running "
+            "workloads as they run, but there the acceptance objective preferred 'a' (weight 2) to it (weight "
+            "1) (proven optimal)",
+        )
+    ]
+    # with the call's time spent, the GPUs only: what holds each reads every one of them
+    ((_, code, message),) = reasons(inst, sol, time_limit_s=0)
+    assert code == "not-chosen"
+    assert message.startswith(
+        "no room left in this answer: on its eligible GPUs (g0, g1, g2 and 2 more); g0:0 "
+    )
 
 
 def test_no_placement_found() -> None:
@@ -369,9 +409,9 @@ def test_summary_ends_with_the_reasons() -> None:
     text = explain(inst, registry.solve(inst, "ff")).summary(inst)
     assert text.splitlines()[-2:] == [
         "rejected 1 workload, why:",
-        "  heavy          not-chosen     no room left in this answer on its eligible GPU (g0); g0:0 would "
-        "take it beside the running workloads as they run, but the heuristic ff (batch) placed 'light' "
-        "(weight 1) there first",
+        "  heavy          not-chosen     no room left in this answer: on g0 start 0 is held by new 'light' "
+        "(4g.20gb at 0); g0:0 would take it beside the running workloads as they run, but the heuristic ff "
+        "(batch) placed 'light' (weight 1) there first",
     ]
     unexplained = replace(registry.solve(inst, "ff"), rejections=())
     assert "why" not in unexplained.summary(inst)  # not explained: nothing said
@@ -391,9 +431,9 @@ def test_summary_groups_many_rejections_by_reason() -> None:
         "  host-capacity     8  big0, big1, big2, big3, big4 and 3 more",
         "                       e.g. big0: needs cpu 8, the most any host with an eligible GPU has is 4 (h1)",
         "  not-chosen       11  w01, w02, w03, w04, w05 and 6 more",
-        "                       e.g. w01: no room left in this answer on its eligible GPU (g0); g0:0 would "
-        "take it beside the running workloads as they run, but the heuristic ff (batch) placed 'w00' "
-        "(weight 1) there first",
+        "                       e.g. w01: no room left in this answer: on g0 start 0 is held by new 'w00' "
+        "(4g.20gb at 0); g0:0 would take it beside the running workloads as they run, but the heuristic ff "
+        "(batch) placed 'w00' (weight 1) there first",
     ]
 
 

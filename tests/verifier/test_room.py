@@ -271,9 +271,9 @@ def test_not_chosen_names_the_moves_and_what_took_the_place() -> None:
         (
             "a",
             "not-chosen",
-            "no room left in this answer on its eligible GPUs (g0, g1); g1:0 would take it with running 'y' "
-            "moved to g1:4 (1 restart), but there the acceptance objective preferred 'b' (weight 2) to it "
-            "(weight 1) (proven optimal)",
+            "no room left in this answer: on g0 start 0 is held by running 'x' (4g.40gb at 0); on g1 start 0 "
+            "is held by new 'b' (4g.40gb at 0); g1:0 would take it with running 'y' moved to g1:4 (1 restart), "
+            "but there the acceptance objective preferred 'b' (weight 2) to it (weight 1) (proven optimal)",
         )
     ]
 
