@@ -38,3 +38,40 @@ def test_the_warm_start_model_is_not_solved_when_its_build_took_the_time(
     assert events == []  # no stage started: the home model was neither solved nor decoded
     assert sol.termination is Termination.INTERRUPTED and sol.status is Status.FEASIBLE
     assert verify(inst, sol).valid
+
+
+class _Left:
+    """The driver's run as the portfolio sees it: ``seconds`` left, never stopped."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def left(self) -> float:
+        return self.seconds
+
+    def stopped(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("estimate", "ran"), [(3.0, ["ff", "mfi"]), (6.0, ["ff", "mfi"]), (9.0, [])])
+def test_the_first_heuristic_may_take_most_of_the_time_left(
+    monkeypatch: pytest.MonkeyPatch, estimate: float, ran: list[str]
+) -> None:
+    """Of 10 s left, the first heuristic may take 8 (``FIRST_HEURISTIC_SHARE``), the others
+    together 4 (``PORTFOLIO_SHARE``): an estimate of 6 s runs it (at 16,000 GPUs the answer had
+    placed no new workload when 5 s was more than the portfolio's share), one of 9 s runs none."""
+    inst = load_instance(ROOT / "instances" / "quickstart.json")
+    monkeypatch.setattr(driver, "PORTFOLIO_S_PER_WORKLOAD", estimate / len(inst.workloads))
+    called: list[str] = []
+
+    def heuristic(name: str) -> driver.Heuristic:
+        def run(instance: object) -> object:
+            called.append(name)
+            return solve(inst, name)
+
+        return name, run  # type: ignore[return-value]
+
+    portfolio = [heuristic("mfi"), heuristic("ff")]  # run last first: ff, then mfi at ff's pace
+    placed = list(driver._portfolio(inst, portfolio, _Left(10.0)))  # type: ignore[arg-type]
+    assert called == ran
+    assert sorted(name for name, _, _ in placed) == sorted(ran)
