@@ -192,7 +192,7 @@ PORTFOLIO_SHARE = 0.4
 #: Share of the time left that the portfolio's first heuristic may take: without it the stages
 #: start from the current placement, which on a large instance they may not improve in time
 #: (IBM 16,000 GPUs at 20 s: the answer placed none of 24,656 new workloads, where ibm-initial
-#: places 16,663 in 3.5 s; its estimated 5 s was more than the portfolio's share).
+#: places 16,663 in 3.2 s; its estimated 5 s was more than the portfolio's share).
 FIRST_HEURISTIC_SHARE = 0.8
 #: A guess of the first heuristic's time per workload (first fit takes 75 us on a 2-core Xeon).
 PORTFOLIO_S_PER_WORKLOAD = 1e-4
