@@ -960,7 +960,18 @@ class _Run:
     def zero(self, models: _ConfigModels, stage: Stage, started: float) -> bool:
         """Prove ``stage`` (migrations or restarts) 0 by a placement that keeps running workloads
         home and reaches the optima so far: first every one on its own GPU and start (the
-        ``home`` model), then, for migrations, on its own GPU (the ``restricted`` model)."""
+        ``home`` model), then, for migrations, on its own GPU (the ``restricted`` model). Neither
+        exists when a running workload sits on a host that must stay off (:meth:`fix_dark_hosts`),
+        and the note names it."""
+        dark = next((w for w in self.work.running if self.leaves_dark_host(w)), None)
+        if dark is not None and dark.placement is not None:
+            note = (
+                f"no placement keeping every running workload on its GPU reaches the optima above: "
+                f"{dark.id} runs on {self.work.gpu(dark.placement.gpu).host}, which must stay off"
+            )
+            if note not in self.notes:
+                self.notes.append(note)
+            return False
         for label in ("home", "restricted") if stage.name == "migrations" else ("home",):
             share = HOME_SHARE if label == "home" else RESTRICTED_SHARE
             if self.home_answer(models, label, share, stage.name) and self.best.values[stage.name] == 0:

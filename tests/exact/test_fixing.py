@@ -196,3 +196,36 @@ def test_the_lp_takes_at_most_its_share_of_the_time_left(monkeypatch: pytest.Mon
     assert 0 < limits[0] <= 30 * driver.FIXING_SHARE  # without the share: about 27 s
     solve_exact(inst)
     assert limits[1:] == [None]
+
+
+def test_a_host_that_must_stay_off_rules_out_keeping_running_workloads_home() -> None:
+    """Notebook 02's cluster with hardware first: h2 must stay off, so no placement keeps r3 on
+    its GPU; the note says so once, naming r3 and h2, where before the home and restricted
+    variants were skipped without a word. The migrations stage still solves: 4 for r3 is below
+    the optimum 6 (r2 moves within h1 too)."""
+    b = InstanceBuilder("exact_demo")
+    b.add_host("h1", {"g1": "A100-80GB", "g2": "A100-80GB"}, weight=1)
+    b.add_host("h2", {"g3": "A100-80GB"}, weight=2)
+    b.add_workload("r1", "3g.40gb", placement=("g1", 4), pinned=True)
+    b.add_workload("r2", "1g.10gb", placement=("g2", 6))
+    b.add_workload("r3", "2g.20gb", placement=("g3", 0))
+    for wid, profile in {
+        "n1": "4g.40gb",
+        "n2": "2g.20gb",
+        "n3": "1g.10gb",
+        "n4": "1g.20gb",
+        "n5": "3g.40gb",
+    }.items():
+        b.add_workload(wid, profile)
+    inst = b.build()
+    sol = solve_exact(inst, objective="lex:hardware,acceptance,migrations,restarts")
+    report = verify(inst, sol)
+    assert report.valid and sol.status is Status.OPTIMAL
+    assert (report.objectives.hardware, report.objectives.acceptance, report.objectives.migrations) == (
+        2,
+        4,
+        6,
+    )
+    note = "no placement keeping every running workload on its GPU reaches the optima above: r3 runs on h2, which must stay off"
+    assert sol.message.count(note) == 1
+    assert "on its GPU and start reaches" not in sol.message  # the home variant was not built to find it out
