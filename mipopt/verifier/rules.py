@@ -8,8 +8,9 @@ moving workload holds two instances). A state is a list of instances, each named
 
 Rules, in the order their breaches are reported: per instance, the GPU exists, its model
 is allowed for the workload and has its profile (a memory-sized workload: some profile that
-fits it, and the one chosen, if any, is one of :meth:`~mipopt.instance.Instance.profiles_on`),
-and the start is legal for that profile; then no two
+fits it, and the one chosen, if any, is one of :meth:`~mipopt.instance.Instance.profiles_on`;
+a running one's is :meth:`~mipopt.instance.Instance.profile_on`, the profile it runs at on its
+GPU's model, the smallest that fits on another), and the start is legal for that profile; then no two
 instances overlap, per-profile maximum counts, at most one ``+me`` instance per GPU,
 compute slices, host cpu and ram.
 """
@@ -139,6 +140,19 @@ def check_state(instance: Instance, held: Iterable[Held]) -> StateCheck:
                 breaches.append(Breach("profile", holder, "profile", "", text, (holder,)))
                 continue
             profile = found
+            default = instance.profile_on(w, model)
+            if w.running and profile != default:
+                # destroyed and created again at another size: a restart that no running workload
+                # makes (the models, the planner and the emitters keep it: Instance.at_profiles)
+                runs = w.placement.profile if w.placement is not None else None
+                text = (
+                    f"running {w.id!r} runs at {runs}: on {model.name} it keeps that profile, not {profile.name}"
+                    if default is not None and default.name == runs
+                    else f"running {w.id!r} moves to {model.name} at the smallest profile that fits, "
+                    f"{default.name if default else '?'}, not {profile.name}"
+                )
+                breaches.append(Breach("profile", holder, "profile", "", text, (holder,)))
+                continue
         if (start, profile.memory_slots) not in profile.placements:
             starts = ", ".join(str(s) for s, _ in profile.placements)
             text = f"{start} is not a legal start of {profile.name} on {model.name} ({starts})"

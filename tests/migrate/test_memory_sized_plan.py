@@ -78,11 +78,27 @@ def test_a_running_memory_sized_workload_moves_at_its_profile() -> None:
     assert verify_plan(inst, plan).valid
     ops = [(o.op, o.workload, o.profile) for o in plan_operations(inst, plan) if o.workload == "train-35gb"]
     assert ("create", "train-35gb", "7g.40gb") in ops and ("destroy", "train-35gb", "4g.40gb") in ops
-    # resized where it runs: the verifier accepts the answer, the planner does not plan it
-    inst, sol = target(**{"train-35gb": ("h1-g0", 0, "3g.40gb")})
+    # resized where it runs: destroyed and created again, a restart no method makes; the verifier
+    # refuses the answer (it had said valid, restarts 0) as the planner refuses to plan it
+    inst = mipopt.load_instance(EXAMPLE)
+    sol = mipopt.solve(inst, "ff")
+    resized = replace(
+        sol,
+        placements=tuple(
+            Assignment("train-35gb", "h1-g0", 0, "3g.40gb") if a.workload == "train-35gb" else a
+            for a in sol.placements
+        ),
+        objectives=None,
+        metrics={},
+    )
+    index = next(i for i, a in enumerate(resized.placements) if a.workload == "train-35gb")
+    assert mipopt.verify(inst, resized).violations == (
+        f"placements[{index}].profile: running 'train-35gb' runs at 4g.40gb: on H100-80GB it keeps that "
+        "profile, not 3g.40gb",
+    )
     with pytest.raises(InstanceError) as info:
-        mipopt.plan_migration(inst, sol)
+        mipopt.plan_migration(inst, resized)
     assert str(info.value) == (
-        "target: profiles.train-35gb: running 'train-35gb' would change its profile to 3g.40gb on "
-        "H100-80GB; it moves at 4g.40gb, the profile it runs at (or the smallest that fits)"
+        f"target: not a valid placement for 'memory_sized': placements[{index}].profile: running "
+        "'train-35gb' runs at 4g.40gb: on H100-80GB it keeps that profile, not 3g.40gb"
     )

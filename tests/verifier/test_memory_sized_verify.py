@@ -120,3 +120,32 @@ def test_rejection_reasons_see_the_space_the_chosen_profile_leaves() -> None:
         "by new 'w1' (3g.40gb at 4);"
     )
     assert verify(inst, replace(sol, rejections=(why,))).valid
+
+
+@pytest.mark.parametrize(
+    ("placement", "violation"),
+    [
+        # where it runs, resized: destroyed and created again at another size, no restart counted
+        (
+            Assignment("w1", "h", 0, "1g.20gb"),
+            "placements[0].profile: running 'w1' runs at 2g.20gb: on H100-80GB it keeps that profile, not 1g.20gb",
+        ),
+        # to the A100, at more than the smallest that fits (3g.20gb)
+        (
+            Assignment("w1", "a", 0, "4g.20gb"),
+            "placements[0].profile: running 'w1' moves to A100-40GB at the smallest profile that fits, "
+            "3g.20gb, not 4g.20gb",
+        ),
+    ],
+)
+def test_a_running_memory_sized_workload_keeps_its_profile(placement: Assignment, violation: str) -> None:
+    """As the models, the planner and the emitters have it (``Instance.profile_on``): before, the
+    verifier passed both answers, the first with 0 restarts."""
+    inst = instance(placement={"gpu": "h", "start": 0, "profile": "2g.20gb"})
+    assert verify(inst, solution(placement)).violations == (violation,)
+    for fine in (
+        Assignment("w1", "h", 0, "2g.20gb"),
+        Assignment("w1", "h", 4),
+        Assignment("w1", "a", 0, "3g.20gb"),
+    ):
+        assert verify(inst, solution(fine)).valid, fine
