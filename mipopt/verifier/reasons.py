@@ -534,7 +534,7 @@ def _starts_text(eligible: list[tuple[str, Profile]], instance: Instance) -> str
 def _held(space: Space, w: Workload) -> str:
     """What holds ``w`` off every eligible GPU of ``space``: each in full, or, beyond
     :data:`SHOWN`, counted by cause, the most common first, with its first GPU in full."""
-    blocks = [(b, p) for g, p in space.eligible(w) if (b := space.blocked(w, g, p)) is not None]
+    blocks = space.blocked(w)
     if len(blocks) <= SHOWN:
         return "; ".join(_block_text(space, w, b, p) for b, p in blocks)
     causes: dict[str, list[tuple[Block, Profile]]] = {}

@@ -354,3 +354,26 @@ def test_not_chosen_only_when_an_answer_places_it(inst: Instance) -> None:
             if r.code == "needs-restarts":  # room exists once running workloads move
                 assert _oracle(inst, r.workload, "exact"), (method, options, r)
             assert r.code != "undecided", (method, options, r)
+
+
+def test_a_space_reads_again_what_a_change_changed() -> None:
+    """Space keeps the GPUs' part of spots and blocks for alike requests (the same profile, any
+    cpu and ram); adding or removing a workload must be seen by the next request."""
+    from mipopt.verifier.room import Space
+
+    inst = build(
+        [("h1", {"g0": "A100-40GB"}, {"cpu": 8}), ("h2", {"g1": "A100-40GB"}, {"cpu": 8})],
+        [("a", "7g.40gb", {}), ("small", "1g.5gb", {"cpu": 2}), ("big", "1g.5gb", {"cpu": 10})],
+    )
+    space = Space(inst)
+    small, big = inst.workload("small"), inst.workload("big")
+    assert [(g, s) for g, s, _ in space.spots(small)] == [("g0", 0), ("g1", 0)]
+    assert space.spots(big) == []  # no host has 10 cpu
+    assert [(b.gpu, b.rule) for b, _ in space.blocked(big)] == [("g0", "cpu"), ("g1", "cpu")]
+    space.add("a", "g0", 0)
+    assert [(g, s) for g, s, _ in space.spots(small)] == [("g1", 0)]
+    assert [(b.gpu, b.rule) for b, _ in space.blocked(small)] == [("g0", "starts")]
+    assert [(b.gpu, b.rule) for b, _ in space.blocked(big)] == [("g0", "starts"), ("g1", "cpu")]
+    space.remove("a")
+    assert [(g, s) for g, s, _ in space.spots(small)] == [("g0", 0), ("g1", 0)]
+    assert space.blocked(small) == []
