@@ -506,9 +506,9 @@ class _Check:
                 continue
             key = _group(w)
             if key not in seen:
-                spots = self.space.spots(w)  # the least hardware first
-                ok = spots and self.objectives.hardware + spots[0][2] <= most_hardware + TOL
-                seen[key] = spots[0] if ok else None
+                spot = self.space.spot(w)  # the least hardware
+                ok = spot is not None and self.objectives.hardware + spot[2] <= most_hardware + TOL
+                seen[key] = spot if ok else None
             spot = seen[key]
             if spot is not None:
                 hits.append((w, spot))
@@ -615,8 +615,8 @@ class _Check:
         once per group of alike requests."""
         key = _group(w)
         if key not in self.fitting_at:
-            as_run = self.as_run.spots(w)
-            left = self.space.spots(w) if self.holds_running else []
+            as_run = self.as_run.spot(w)
+            left = self.space.spot(w) if self.holds_running else None
             self.fitting_at[key] = (_first(as_run), _first(left))
         return self.fitting_at[key]
 
@@ -650,7 +650,7 @@ class _Check:
     def decide_nowhere(self, w: Workload) -> str:
         if not self.pinned.eligible(w):
             return "its eligible GPUs all have an unknown layout"
-        if not self.pinned.spots(w):
+        if self.pinned.spot(w) is None:
             return "nothing fits beside the pinned workloads"
         movable = frozenset(x.id for x in self.work.running if not x.pinned)
         # no time for searches: only the totals decide (mipopt.verifier.room, step 1)
@@ -658,9 +658,9 @@ class _Check:
         return search.how if search.impossible else ""
 
 
-def _first(spots: list[tuple[str, int, float]]) -> str:
-    """``gpu:start`` of the first spot, empty when there is none."""
-    return f"{spots[0][0]}:{spots[0][1]}" if spots else ""
+def _first(spot: tuple[str, int, float] | None) -> str:
+    """``gpu:start`` of a spot, empty when there is none."""
+    return f"{spot[0]}:{spot[1]}" if spot is not None else ""
 
 
 def _group(w: Workload) -> tuple[object, ...]:

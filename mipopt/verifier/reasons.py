@@ -193,8 +193,8 @@ def spot_left(instance: Instance, solution: Solution, workload: str) -> tuple[st
     """
     w = instance.workload(workload)
     space = Space(instance, [a for a in solution.placements if a.workload != workload])
-    spots = space.spots(w)
-    return None if not spots else (spots[0][0], spots[0][1])
+    spot = space.spot(w)
+    return None if spot is None else (spot[0], spot[1])
 
 
 # --- the instance alone
@@ -351,7 +351,7 @@ class _Explainer:
             a.workload in self.space.at for a in running
         )
         self.movable = frozenset(x.id for x in instance.running if not x.pinned)
-        self.spots: dict[_Key, list[tuple[str, int, float]]] = {}
+        self.spots: dict[_Key, tuple[str, int, float] | None] = {}
         self.rooms: dict[_Key, _Room] = {}
         self.full: dict[_Key, str] = {}
 
@@ -369,9 +369,9 @@ class _Explainer:
         key = _key(w)
         if self.holds_running:
             if key not in self.spots:
-                self.spots[key] = self.space.spots(w)
-            if self.spots[key]:
-                gpu, start, hardware = self.spots[key][0]
+                self.spots[key] = self.space.spot(w)
+            if (spot := self.spots[key]) is not None:
+                gpu, start, hardware = spot
                 return Rejection(
                     w.id, "not-chosen", _left_out(sol, w, f"{gpu}:{start}", hardware, self.exact)
                 )
@@ -390,11 +390,11 @@ class _Explainer:
                 "no-room", "its eligible GPUs all have an unknown layout (their MIG devices were not read)"
             )
         head = _starts_text(eligible, self.instance)
-        if not self.pinned.spots(w):
+        if self.pinned.spot(w) is None:
             return _Room("no-room", f"{head}; {_held(self.pinned, w)}")
-        spots = self.initial.spots(w)
-        if spots:
-            return _Room("fits", witness=Witness(spots[0][0], spots[0][1]))
+        spot = self.initial.spot(w)
+        if spot is not None:
+            return _Room("fits", witness=Witness(spot[0], spot[1]))
         # it fits beside the pinned workloads, not beside the running ones where they run
         held = f"{head}; {_held(self.initial, w)}"
         deadline = min(self.deadline, time.monotonic() + CHECK_S)
@@ -522,7 +522,11 @@ class _Explainer:
 def _starts_text(eligible: list[tuple[str, Profile]], instance: Instance) -> str:
     """``3g.40gb may start only at 0 or 4 on A100-80GB``, one clause per eligible model."""
     seen: dict[str, str] = {}
+    profiles: set[int] = set()  # a model's profiles are its own: one GPU read per model
     for gpu_id, profile in eligible:
+        if id(profile) in profiles:
+            continue
+        profiles.add(id(profile))
         model: GpuModel = instance.gpu(gpu_id).model
         if model.name not in seen:
             seen[model.name] = (

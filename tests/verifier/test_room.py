@@ -367,13 +367,28 @@ def test_a_space_reads_again_what_a_change_changed() -> None:
     )
     space = Space(inst)
     small, big = inst.workload("small"), inst.workload("big")
-    assert [(g, s) for g, s, _ in space.spots(small)] == [("g0", 0), ("g1", 0)]
-    assert space.spots(big) == []  # no host has 10 cpu
+    assert space.spot(small) == ("g0", 0, 2.0)  # a host and a GPU on: hardware 2, g0 first
+    assert space.spot(big) is None  # no host has 10 cpu
     assert [(b.gpu, b.rule) for b, _ in space.blocked(big)] == [("g0", "cpu"), ("g1", "cpu")]
     space.add("a", "g0", 0)
-    assert [(g, s) for g, s, _ in space.spots(small)] == [("g1", 0)]
+    assert space.spot(small) == ("g1", 0, 2.0)
     assert [(b.gpu, b.rule) for b, _ in space.blocked(small)] == [("g0", "starts")]
     assert [(b.gpu, b.rule) for b, _ in space.blocked(big)] == [("g0", "starts"), ("g1", "cpu")]
     space.remove("a")
-    assert [(g, s) for g, s, _ in space.spots(small)] == [("g0", 0), ("g1", 0)]
+    assert space.spot(small) == ("g0", 0, 2.0)
     assert space.blocked(small) == []
+
+
+def test_the_spot_is_the_least_hardware_on_a_host_with_the_cpu() -> None:
+    """g2 adds 1 to hardware (its host h1 is on), g1 adds 2; a request of 2 cpu cannot go to h1
+    (7 of its 8 taken), so its spot is g1, not the cheaper g2; one of 1 cpu takes g0 beside x."""
+    from mipopt.verifier.room import Space
+
+    inst = build(
+        [("h1", {"g0": "A100-40GB", "g2": "A100-40GB"}, {"cpu": 8}), ("h2", {"g1": "A100-40GB"}, {"cpu": 8})],
+        [("x", "1g.5gb", {"cpu": 7}), ("two", "1g.5gb", {"cpu": 2}), ("one", "1g.5gb", {"cpu": 1})],
+    )
+    space = Space(inst)
+    space.add("x", "g0", 0)
+    assert space.spot(inst.workload("two")) == ("g1", 0, 2.0)
+    assert space.spot(inst.workload("one")) == ("g0", 1, 0.0)
