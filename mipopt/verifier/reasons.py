@@ -351,7 +351,7 @@ class _Explainer:
             a.workload in self.space.at for a in running
         )
         self.movable = frozenset(x.id for x in instance.running if not x.pinned)
-        self.spots: dict[_Key, tuple[str, int, float] | None] = {}
+        self.left: dict[_Key, tuple[str, int, float] | None] = {}  # per group, its spot in the space left
         self.rooms: dict[_Key, _Room] = {}
         self.full: dict[_Key, str] = {}
 
@@ -368,9 +368,9 @@ class _Explainer:
             return Rejection(w.id, "not-chosen", f"it runs at {at}, and {sol.method} left it out")
         key = _key(w)
         if self.holds_running:
-            if key not in self.spots:
-                self.spots[key] = self.space.spot(w)
-            if (spot := self.spots[key]) is not None:
+            if key not in self.left:
+                self.left[key] = self.space.spot(w)
+            if (spot := self.left[key]) is not None:
                 gpu, start, hardware = spot
                 return Rejection(
                     w.id, "not-chosen", _left_out(sol, w, f"{gpu}:{start}", hardware, self.exact)
