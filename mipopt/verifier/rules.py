@@ -141,15 +141,16 @@ def check_state(instance: Instance, held: Iterable[Held]) -> StateCheck:
                 continue
             profile = found
             default = instance.profile_on(w, model)
-            if w.running and profile != default:
+            if w.running and w.placement is not None and default is not None and profile != default:
                 # destroyed and created again at another size: a restart that no running workload
                 # makes (the models, the planner and the emitters keep it: Instance.at_profiles)
-                runs = w.placement.profile if w.placement is not None else None
+                home = instance.gpu(w.placement.gpu).model.name == model.name
                 text = (
-                    f"running {w.id!r} runs at {runs}: on {model.name} it keeps that profile, not {profile.name}"
-                    if default is not None and default.name == runs
+                    f"running {w.id!r} runs at {default.name}: on {model.name} it keeps that profile, "
+                    f"not {profile.name}"
+                    if home
                     else f"running {w.id!r} moves to {model.name} at the smallest profile that fits, "
-                    f"{default.name if default else '?'}, not {profile.name}"
+                    f"{default.name}, not {profile.name}"
                 )
                 breaches.append(Breach("profile", holder, "profile", "", text, (holder,)))
                 continue

@@ -149,3 +149,11 @@ def test_a_running_memory_sized_workload_keeps_its_profile(placement: Assignment
         Assignment("w1", "a", 0, "3g.20gb"),
     ):
         assert verify(inst, solution(fine)).valid, fine
+
+
+def test_a_running_workload_without_a_recorded_profile_keeps_the_smallest() -> None:
+    """No ``placement.profile``: it runs at the smallest that fits (1g.20gb), which it keeps."""
+    inst = instance(placement={"gpu": "h", "start": 0})
+    assert verify(inst, solution(Assignment("w1", "h", 0, "2g.20gb"))).violations == (
+        "placements[0].profile: running 'w1' runs at 1g.20gb: on H100-80GB it keeps that profile, not 2g.20gb",
+    )
